@@ -1,0 +1,1 @@
+"""The ibpool node exporter: GPU (NVML) and InfiniBand (sysfs, verbs) metrics for Prometheus."""

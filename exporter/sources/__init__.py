@@ -1,0 +1,1 @@
+"""Sources: read hardware (NVML, sysfs, verbs) into typed snapshots in base units."""
