@@ -13,65 +13,103 @@ PREFIX = "ibpool_"
 _G = ("gpu", "uuid")
 
 GPU_INFO = MetricSpec(
-    "ibpool_gpu_info", "info", "Static facts about a GPU; value is always 1.",
+    "ibpool_gpu_info",
+    "info",
+    "Static facts about a GPU; value is always 1.",
     ("gpu", "uuid", "name", "pci_bus_id", "driver_version", "vbios_version"),
 )
 GPU_UP = MetricSpec("ibpool_gpu_up", "gauge", "1 if the GPU answered NVML this scrape, 0 if it is lost.", _G)
 GPU_UTILIZATION = MetricSpec(
-    "ibpool_gpu_utilization_ratio", "gauge",
-    "Fraction of time a kernel ran, averaged over NVML samples since the previous scrape.", _G,
+    "ibpool_gpu_utilization_ratio",
+    "gauge",
+    "Fraction of time a kernel ran, averaged over NVML samples since the previous scrape.",
+    _G,
 )
 GPU_MEMORY_BANDWIDTH_UTILIZATION = MetricSpec(
-    "ibpool_gpu_memory_bandwidth_utilization_ratio", "gauge",
-    "Fraction of time device memory was read or written, averaged since the previous scrape.", _G,
+    "ibpool_gpu_memory_bandwidth_utilization_ratio",
+    "gauge",
+    "Fraction of time device memory was read or written, averaged since the previous scrape.",
+    _G,
 )
 GPU_SM_ACTIVE = MetricSpec(
-    "ibpool_gpu_sm_active_ratio", "gauge", "Fraction of SM cycles with a warp resident (GPM, Hopper+).", _G,
+    "ibpool_gpu_sm_active_ratio",
+    "gauge",
+    "Fraction of SM cycles with a warp resident (GPM, Hopper+).",
+    _G,
 )
 GPU_TENSOR_ACTIVE = MetricSpec(
-    "ibpool_gpu_tensor_active_ratio", "gauge", "Fraction of cycles a tensor pipe was active (GPM, Hopper+).", _G,
+    "ibpool_gpu_tensor_active_ratio",
+    "gauge",
+    "Fraction of cycles a tensor pipe was active (GPM, Hopper+).",
+    _G,
 )
 GPU_MEMORY_USED = MetricSpec("ibpool_gpu_memory_used_bytes", "gauge", "Device memory in use.", _G)
 GPU_MEMORY_TOTAL = MetricSpec("ibpool_gpu_memory_total_bytes", "gauge", "Device memory installed.", _G)
 GPU_POWER = MetricSpec("ibpool_gpu_power_watts", "gauge", "Power drawn by the board.", _G)
 GPU_POWER_LIMIT = MetricSpec("ibpool_gpu_power_limit_watts", "gauge", "Enforced power limit.", _G)
 GPU_ENERGY = MetricSpec(
-    "ibpool_gpu_energy_joules_total", "counter", "Energy used since the driver was loaded.", _G,
+    "ibpool_gpu_energy_joules_total",
+    "counter",
+    "Energy used since the driver was loaded.",
+    _G,
 )
 GPU_TEMPERATURE = MetricSpec("ibpool_gpu_temperature_celsius", "gauge", "GPU core temperature.", _G)
 GPU_MEMORY_TEMPERATURE = MetricSpec(
-    "ibpool_gpu_memory_temperature_celsius", "gauge", "HBM temperature.", _G,
+    "ibpool_gpu_memory_temperature_celsius",
+    "gauge",
+    "HBM temperature.",
+    _G,
 )
 GPU_SM_CLOCK = MetricSpec("ibpool_gpu_sm_clock_hertz", "gauge", "Current SM clock.", _G)
 GPU_THROTTLE_ACTIVE = MetricSpec(
-    "ibpool_gpu_throttle_active", "gauge", "1 while the named clock-throttle reason is active.",
+    "ibpool_gpu_throttle_active",
+    "gauge",
+    "1 while the named clock-throttle reason is active.",
     ("gpu", "uuid", "reason"),
 )
 GPU_PCIE_LINK_GENERATION = MetricSpec(
-    "ibpool_gpu_pcie_link_generation", "gauge", "Current PCIe link generation.", _G,
+    "ibpool_gpu_pcie_link_generation",
+    "gauge",
+    "Current PCIe link generation.",
+    _G,
 )
-GPU_PCIE_LINK_WIDTH = MetricSpec("ibpool_gpu_pcie_link_width", "gauge", "Current PCIe link width (lanes).", _G)
+GPU_PCIE_LINK_WIDTH = MetricSpec(
+    "ibpool_gpu_pcie_link_width", "gauge", "Current PCIe link width (lanes).", _G
+)
 GPU_PCIE_REPLAY_ERRORS = MetricSpec(
-    "ibpool_gpu_pcie_replay_errors_total", "counter", "PCIe replay events.", _G,
+    "ibpool_gpu_pcie_replay_errors_total",
+    "counter",
+    "PCIe replay events.",
+    _G,
 )
 GPU_NVLINK_TX = MetricSpec(
-    "ibpool_gpu_nvlink_data_transmitted_bytes_total", "counter", "NVLink data bytes transmitted.",
+    "ibpool_gpu_nvlink_data_transmitted_bytes_total",
+    "counter",
+    "NVLink data bytes transmitted.",
     ("gpu", "uuid", "link"),
 )
 GPU_NVLINK_RX = MetricSpec(
-    "ibpool_gpu_nvlink_data_received_bytes_total", "counter", "NVLink data bytes received.",
+    "ibpool_gpu_nvlink_data_received_bytes_total",
+    "counter",
+    "NVLink data bytes received.",
     ("gpu", "uuid", "link"),
 )
 GPU_XID_ERRORS = MetricSpec(
-    "ibpool_gpu_xid_errors_total", "counter", "XID errors seen since the exporter started, by XID.",
+    "ibpool_gpu_xid_errors_total",
+    "counter",
+    "XID errors seen since the exporter started, by XID.",
     ("gpu", "uuid", "xid"),
 )
 GPU_ECC_ERRORS = MetricSpec(
-    "ibpool_gpu_ecc_errors_total", "counter", "ECC errors (volatile, since the driver was loaded).",
+    "ibpool_gpu_ecc_errors_total",
+    "counter",
+    "ECC errors (volatile, since the driver was loaded).",
     ("gpu", "uuid", "type"),
 )
 GPU_JOB_INFO = MetricSpec(
-    "ibpool_gpu_job_info", "info", "The scheduler job and pool a GPU is assigned to; value is always 1.",
+    "ibpool_gpu_job_info",
+    "info",
+    "The scheduler job and pool a GPU is assigned to; value is always 1.",
     ("gpu", "uuid", "job", "pool"),
 )
 
@@ -85,110 +123,235 @@ def _ib(suffix: str, kind: str, help_text: str, labels: tuple[str, ...] = _P) ->
 
 
 IB_INFO = _ib(
-    "info", "info", "Static facts about an InfiniBand device; value is always 1.",
+    "info",
+    "info",
+    "Static facts about an InfiniBand device; value is always 1.",
     ("device", "board_id", "firmware_version", "hca_type"),
 )
 IB_STATE_ID = _ib("state_id", "gauge", "Logical port state (1 down, 2 init, 3 armed, 4 active, 5 act defer).")
 IB_PHYSICAL_STATE_ID = _ib(
-    "physical_state_id", "gauge", "Physical port state (2 polling, 3 disabled, 5 link up, 6 error recovery, ...).",
+    "physical_state_id",
+    "gauge",
+    "Physical port state (2 polling, 3 disabled, 5 link up, 6 error recovery, ...).",
 )
 IB_RATE = _ib("rate_bytes_per_second", "gauge", "Signalling rate of the port.")
 
 # sysfs counter file -> (metric, multiplier). Data counters count 4-byte words.
 IB_COUNTERS: dict[str, tuple[MetricSpec, int]] = {
     "excessive_buffer_overrun_errors": (
-        _ib("excessive_buffer_overrun_errors_total", "counter", "Consecutive flow-control periods with overrun."), 1),
-    "link_downed": (_ib("link_downed_total", "counter", "Times the link failed to recover and went down."), 1),
+        _ib(
+            "excessive_buffer_overrun_errors_total",
+            "counter",
+            "Consecutive flow-control periods with overrun.",
+        ),
+        1,
+    ),
+    "link_downed": (
+        _ib("link_downed_total", "counter", "Times the link failed to recover and went down."),
+        1,
+    ),
     "link_error_recovery": (
-        _ib("link_error_recovery_total", "counter", "Times the link recovered from an error state."), 1),
+        _ib("link_error_recovery_total", "counter", "Times the link recovered from an error state."),
+        1,
+    ),
     "local_link_integrity_errors": (
-        _ib("local_link_integrity_errors_total", "counter", "Times local physical errors crossed their threshold."), 1),
+        _ib(
+            "local_link_integrity_errors_total",
+            "counter",
+            "Times local physical errors crossed their threshold.",
+        ),
+        1,
+    ),
     "multicast_rcv_packets": (
-        _ib("multicast_packets_received_total", "counter", "Multicast packets received (including errors)."), 1),
+        _ib("multicast_packets_received_total", "counter", "Multicast packets received (including errors)."),
+        1,
+    ),
     "multicast_xmit_packets": (
-        _ib("multicast_packets_transmitted_total", "counter", "Multicast packets transmitted (including errors)."), 1),
+        _ib(
+            "multicast_packets_transmitted_total",
+            "counter",
+            "Multicast packets transmitted (including errors).",
+        ),
+        1,
+    ),
     "port_rcv_constraint_errors": (
-        _ib("port_constraint_errors_received_total", "counter", "Received packets discarded by constraints."), 1),
+        _ib("port_constraint_errors_received_total", "counter", "Received packets discarded by constraints."),
+        1,
+    ),
     "port_xmit_constraint_errors": (
-        _ib("port_constraint_errors_transmitted_total", "counter", "Packets not transmitted due to constraints."), 1),
+        _ib(
+            "port_constraint_errors_transmitted_total",
+            "counter",
+            "Packets not transmitted due to constraints.",
+        ),
+        1,
+    ),
     "port_rcv_data": (_ib("port_data_received_bytes_total", "counter", "Data bytes received."), 4),
     "port_xmit_data": (_ib("port_data_transmitted_bytes_total", "counter", "Data bytes transmitted."), 4),
-    "port_rcv_discards": (
-        _ib("port_discards_received_total", "counter", "Inbound packets discarded."), 1),
+    "port_rcv_discards": (_ib("port_discards_received_total", "counter", "Inbound packets discarded."), 1),
     "port_xmit_discards": (
-        _ib("port_discards_transmitted_total", "counter", "Outbound packets discarded (port down or congested)."), 1),
-    "port_rcv_errors": (_ib("port_errors_received_total", "counter", "Received packets containing an error."), 1),
+        _ib(
+            "port_discards_transmitted_total",
+            "counter",
+            "Outbound packets discarded (port down or congested).",
+        ),
+        1,
+    ),
+    "port_rcv_errors": (
+        _ib("port_errors_received_total", "counter", "Received packets containing an error."),
+        1,
+    ),
     "port_rcv_packets": (_ib("port_packets_received_total", "counter", "Packets received on all VLs."), 1),
-    "port_xmit_packets": (_ib("port_packets_transmitted_total", "counter", "Packets transmitted on all VLs."), 1),
+    "port_xmit_packets": (
+        _ib("port_packets_transmitted_total", "counter", "Packets transmitted on all VLs."),
+        1,
+    ),
     "port_xmit_wait": (
-        _ib("port_transmit_wait_total", "counter", "Ticks during which data waited to be sent (congestion)."), 1),
+        _ib("port_transmit_wait_total", "counter", "Ticks during which data waited to be sent (congestion)."),
+        1,
+    ),
     "port_rcv_remote_physical_errors": (
-        _ib("port_receive_remote_physical_errors_total", "counter", "Packets received marked bad by the sender."), 1),
+        _ib(
+            "port_receive_remote_physical_errors_total",
+            "counter",
+            "Packets received marked bad by the sender.",
+        ),
+        1,
+    ),
     "port_rcv_switch_relay_errors": (
-        _ib("port_receive_switch_relay_errors_total", "counter", "Packets the switch could not forward."), 1),
+        _ib("port_receive_switch_relay_errors_total", "counter", "Packets the switch could not forward."),
+        1,
+    ),
     "symbol_error": (_ib("symbol_error_total", "counter", "Minor link errors on one or more lanes."), 1),
     "unicast_rcv_packets": (
-        _ib("unicast_packets_received_total", "counter", "Unicast packets received (including errors)."), 1),
+        _ib("unicast_packets_received_total", "counter", "Unicast packets received (including errors)."),
+        1,
+    ),
     "unicast_xmit_packets": (
-        _ib("unicast_packets_transmitted_total", "counter", "Unicast packets transmitted (including errors)."), 1),
+        _ib(
+            "unicast_packets_transmitted_total", "counter", "Unicast packets transmitted (including errors)."
+        ),
+        1,
+    ),
     "VL15_dropped": (_ib("vl15_dropped_total", "counter", "Incoming VL15 packets dropped."), 1),
 }
 # mlx4's legacy `counters_ext` directory.
 IB_LEGACY_COUNTERS: dict[str, tuple[MetricSpec, int]] = {
     "port_multicast_rcv_packets": (
-        _ib("legacy_multicast_packets_received_total", "counter", "Multicast packets received (counters_ext)."), 1),
+        _ib(
+            "legacy_multicast_packets_received_total", "counter", "Multicast packets received (counters_ext)."
+        ),
+        1,
+    ),
     "port_multicast_xmit_packets": (
-        _ib("legacy_multicast_packets_transmitted_total", "counter",
-            "Multicast packets transmitted (counters_ext)."), 1),
+        _ib(
+            "legacy_multicast_packets_transmitted_total",
+            "counter",
+            "Multicast packets transmitted (counters_ext).",
+        ),
+        1,
+    ),
     "port_rcv_data_64": (
-        _ib("legacy_data_received_bytes_total", "counter", "Data bytes received (counters_ext)."), 4),
+        _ib("legacy_data_received_bytes_total", "counter", "Data bytes received (counters_ext)."),
+        4,
+    ),
     "port_rcv_packets_64": (
-        _ib("legacy_packets_received_total", "counter", "Packets received (counters_ext)."), 1),
+        _ib("legacy_packets_received_total", "counter", "Packets received (counters_ext)."),
+        1,
+    ),
     "port_unicast_rcv_packets": (
-        _ib("legacy_unicast_packets_received_total", "counter", "Unicast packets received (counters_ext)."), 1),
+        _ib("legacy_unicast_packets_received_total", "counter", "Unicast packets received (counters_ext)."),
+        1,
+    ),
     "port_unicast_xmit_packets": (
-        _ib("legacy_unicast_packets_transmitted_total", "counter", "Unicast packets transmitted (counters_ext)."), 1),
+        _ib(
+            "legacy_unicast_packets_transmitted_total",
+            "counter",
+            "Unicast packets transmitted (counters_ext).",
+        ),
+        1,
+    ),
     "port_xmit_data_64": (
-        _ib("legacy_data_transmitted_bytes_total", "counter", "Data bytes transmitted (counters_ext)."), 4),
+        _ib("legacy_data_transmitted_bytes_total", "counter", "Data bytes transmitted (counters_ext)."),
+        4,
+    ),
     "port_xmit_packets_64": (
-        _ib("legacy_packets_transmitted_total", "counter", "Packets transmitted (counters_ext)."), 1),
+        _ib("legacy_packets_transmitted_total", "counter", "Packets transmitted (counters_ext)."),
+        1,
+    ),
 }
 # Counters that are 32 bits wide in the IB PortCounters attribute and so can saturate.
-IB_32BIT_COUNTERS = frozenset({
-    "port_xmit_wait", "port_rcv_data", "port_xmit_data", "port_rcv_packets", "port_xmit_packets",
-})
+IB_32BIT_COUNTERS = frozenset(
+    {
+        "port_xmit_wait",
+        "port_rcv_data",
+        "port_xmit_data",
+        "port_rcv_packets",
+        "port_xmit_packets",
+    }
+)
 
 IB_PORT_INFO = _ib(
-    "port_info", "info", "Static facts about an InfiniBand port; value is always 1.",
-    ("device", "port", "link_layer", "node_guid", "port_guid", "hca_type", "firmware_version", "board_id",
-     "link_speed"),
+    "port_info",
+    "info",
+    "Static facts about an InfiniBand port; value is always 1.",
+    (
+        "device",
+        "port",
+        "link_layer",
+        "node_guid",
+        "port_guid",
+        "hca_type",
+        "firmware_version",
+        "board_id",
+        "link_speed",
+    ),
 )
 IB_LINK_WIDTH = _ib("link_width_lanes", "gauge", "Active link width in lanes (parsed from the rate).")
 IB_ACTIVE_MTU = _ib("active_mtu_bytes", "gauge", "Active MTU (verbs).")
 IB_MAX_MTU = _ib("max_mtu_bytes", "gauge", "Maximum MTU the port supports (verbs).")
 IB_HW_COUNTER = _ib(
-    "hw_counter_total", "counter", "Driver hardware counter (hw_counters directory), by name.",
+    "hw_counter_total",
+    "counter",
+    "Driver hardware counter (hw_counters directory), by name.",
     ("device", "port", "counter"),
 )
 IB_COUNTER_SATURATED = _ib(
-    "counter_saturated", "gauge", "1 when a 32-bit port counter sits at 2^32-1 and no longer counts.",
+    "counter_saturated",
+    "gauge",
+    "1 when a 32-bit port counter sits at 2^32-1 and no longer counts.",
     ("device", "port", "counter"),
 )
 IB_READ_ERRORS = MetricSpec(
-    "ibpool_exporter_sysfs_read_errors_total", "counter",
-    "sysfs values that could not be read or parsed and were skipped, by reason.", ("reason",),
+    "ibpool_exporter_sysfs_read_errors_total",
+    "counter",
+    "sysfs values that could not be read or parsed and were skipped, by reason.",
+    ("reason",),
 )
 
 # --- Self ---------------------------------------------------------------------------------------
 COLLECTOR_SUCCESS = MetricSpec(
-    "ibpool_exporter_collector_success", "gauge", "1 if the collector's last run succeeded.", ("collector",),
+    "ibpool_exporter_collector_success",
+    "gauge",
+    "1 if the collector's last run succeeded.",
+    ("collector",),
 )
 COLLECTOR_DURATION = MetricSpec(
-    "ibpool_exporter_collector_duration_seconds", "gauge", "How long the collector's last run took.",
+    "ibpool_exporter_collector_duration_seconds",
+    "gauge",
+    "How long the collector's last run took.",
     ("collector",),
 )
 BUILD_INFO = MetricSpec("ibpool_build_info", "info", "ibpool version; value is always 1.", ("version",))
 NVML_ERRORS = MetricSpec(
-    "ibpool_exporter_nvml_errors_total", "counter", "NVML calls that failed, by call and error.",
+    "ibpool_exporter_nvml_errors_total",
+    "counter",
+    "NVML calls that failed, by call and error.",
     ("call", "error"),
+)
+JOB_MAP_ERRORS = MetricSpec(
+    "ibpool_exporter_job_map_errors_total",
+    "counter",
+    "Job mapping files that could not be read or parsed and were skipped.",
+    ("reason",),
 )

@@ -17,5 +17,5 @@ class SourceError(ExporterError):
     """A hardware source could not be read as a whole (not one bad value: those are counted)."""
 
 
-class CollectorTimeout(ExporterError):
+class CollectorTimeoutError(ExporterError):
     """A collector did not finish before its deadline (a hung driver call, for instance)."""

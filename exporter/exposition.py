@@ -62,7 +62,7 @@ def format_value(value: float) -> str:
     """A sample value as Prometheus writes it (integers without a fraction, NaN, +Inf, -Inf)."""
     if type(value) is int:
         return str(value)
-    if value != value:  # NaN
+    if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"

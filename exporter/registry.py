@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from exporter import catalog
 from exporter.collectors.base import Collector
-from exporter.errors import CollectorTimeout
+from exporter.errors import CollectorTimeoutError
 from exporter.exposition import MetricFamily
 from ibpool import __version__
 
@@ -59,16 +59,16 @@ class DeadlineWorker:
                 future.set_exception(exc)
 
     def call(self, job: Job, deadline: float) -> list[MetricFamily]:
-        """Run `job` on the worker thread; raise CollectorTimeout past `deadline` seconds."""
+        """Run `job` on the worker thread; raise CollectorTimeoutError past `deadline` seconds."""
         if self._busy is not None and not self._busy.done():
-            raise CollectorTimeout("previous run has not returned yet (hung call)")
+            raise CollectorTimeoutError("previous run has not returned yet (hung call)")
         future: Future[list[MetricFamily]] = Future()
         self._busy = future
         self._jobs.put((job, future))
         try:
             return future.result(timeout=deadline)
         except FutureTimeout:
-            raise CollectorTimeout(f"no answer within {deadline:g} s") from None
+            raise CollectorTimeoutError(f"no answer within {deadline:g} s") from None
 
     def stop(self) -> None:
         """Ask the thread to end after its current call."""

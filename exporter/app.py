@@ -1,0 +1,33 @@
+"""Wires a registry and a health check to HTTP routes."""
+
+from __future__ import annotations
+
+from exporter.exposition import CONTENT_TYPE, render
+from exporter.health import HealthCheck
+from exporter.http_server import MetricsHTTPServer, Request, Response
+from exporter.registry import Registry
+
+_LANDING = """<!doctype html><html><head><title>ibpool exporter</title></head><body>
+<h1>ibpool exporter</h1><p><a href="{path}">Metrics</a> &middot; <a href="/healthz">Health</a></p>
+</body></html>
+"""
+
+
+def install_routes(
+    server: MetricsHTTPServer, registry: Registry, health: HealthCheck, telemetry_path: str = "/metrics"
+) -> None:
+    """Serve metrics at `telemetry_path`, health at /healthz and a landing page at /."""
+
+    def metrics(_: Request) -> Response:
+        return Response(200, render(registry.collect()).encode(), CONTENT_TYPE)
+
+    def healthz(_: Request) -> Response:
+        report = health.check()
+        return Response(200 if report.healthy else 503, report.to_json(), "application/json")
+
+    def landing(_: Request) -> Response:
+        return Response(200, _LANDING.format(path=telemetry_path).encode(), "text/html; charset=utf-8")
+
+    server.route("GET", telemetry_path, metrics)
+    server.route("GET", "/healthz", healthz)
+    server.route("GET", "/", landing)

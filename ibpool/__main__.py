@@ -1,0 +1,5 @@
+"""`python -m ibpool` runs the CLI."""
+
+from ibpool.cli import main_entry
+
+main_entry()

@@ -1,0 +1,60 @@
+"""The `ibpool` command: one entry point, one subcommand per component."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+
+from ibpool import __version__
+
+Main = Callable[[list[str]], int]
+
+_USAGE = """usage: ibpool <command> [options]
+
+commands:
+  exporter      node exporter: GPU (NVML) and InfiniBand (sysfs, verbs) metrics; --simulate for a fake node
+  version       print the version
+
+Run `ibpool <command> --help` for a command's options.
+"""
+
+
+def _exporter(argv: list[str]) -> int:
+    from exporter.main import main
+
+    return main(argv)
+
+
+def _version(_: list[str]) -> int:
+    print(f"ibpool {__version__}")
+    return 0
+
+
+COMMANDS: dict[str, Main] = {"exporter": _exporter, "version": _version}
+
+
+def configure_logging(level: str) -> None:
+    """Log to stderr in logfmt-like lines; only the CLI calls this."""
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="ts=%(asctime)s level=%(levelname)s logger=%(name)s msg=%(message)r",
+        stream=sys.stderr,
+    )
+
+
+def main(argv: list[str]) -> int:
+    """Dispatch to a subcommand; exit 2 for usage errors."""
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(_USAGE, end="")
+        return 0 if argv else 2
+    command = COMMANDS.get(argv[0])
+    if command is None:
+        print(f"ibpool: unknown command {argv[0]!r}\n\n{_USAGE}", end="", file=sys.stderr)
+        return 2
+    return command(argv[1:])
+
+
+def main_entry() -> None:
+    """Console-script entry point."""
+    sys.exit(main(sys.argv[1:]))
