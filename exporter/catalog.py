@@ -355,3 +355,99 @@ JOB_MAP_ERRORS = MetricSpec(
     "Job mapping files that could not be read or parsed and were skipped.",
     ("reason",),
 )
+
+# --- Fabric (one management host; labels node_guid, port, node_desc) ------------------------------
+_F = ("node_guid", "port", "node_desc")
+
+
+def _fabric_twin(spec: MetricSpec) -> MetricSpec:
+    """The fabric-side twin of a node-side port metric: same suffix, fabric labels."""
+    suffix = spec.name.removeprefix("ibpool_infiniband_").removeprefix("port_")
+    return MetricSpec(f"ibpool_fabric_port_{suffix}", spec.kind, spec.help, _F)
+
+
+# sysfs counter name (the node side's key) -> fabric spec; perfquery field names map onto these keys.
+FABRIC_COUNTERS: dict[str, MetricSpec] = {name: _fabric_twin(spec) for name, (spec, _) in IB_COUNTERS.items()}
+FABRIC_STATE_ID = _fabric_twin(IB_STATE_ID)
+FABRIC_PHYSICAL_STATE_ID = _fabric_twin(IB_PHYSICAL_STATE_ID)
+FABRIC_RATE = _fabric_twin(IB_RATE)
+FABRIC_LINK_WIDTH = _fabric_twin(IB_LINK_WIDTH)
+FABRIC_COUNTER_SATURATED = MetricSpec(
+    "ibpool_fabric_port_counter_saturated",
+    "gauge",
+    "1 when a 32-bit port counter sits at 2^32-1 and no longer counts.",
+    (*_F, "counter"),
+)
+FABRIC_VL_TRANSMIT_WAIT = MetricSpec(
+    "ibpool_fabric_port_vl_transmit_wait_total",
+    "counter",
+    "Ticks data waited to be sent, per virtual lane.",
+    (*_F, "vl"),
+)
+FABRIC_PORT_UP = MetricSpec(
+    "ibpool_fabric_port_scrape_success",
+    "gauge",
+    "1 if the port's counters were read in the last sweep.",
+    _F,
+)
+FABRIC_LINK_INFO = MetricSpec(
+    "ibpool_fabric_link_info",
+    "info",
+    "A cable between two ports of the fabric; value is always 1.",
+    ("node_guid", "port", "node_desc", "remote_guid", "remote_port", "remote_desc"),
+)
+FABRIC_SWITCH_UP = MetricSpec(
+    "ibpool_fabric_switch_up",
+    "gauge",
+    "1 if the switch answered in the last sweep.",
+    ("node_guid", "node_desc"),
+)
+FABRIC_SWEEP_DURATION = MetricSpec(
+    "ibpool_fabric_sweep_duration_seconds",
+    "gauge",
+    "How long the last complete sweep took.",
+)
+FABRIC_SWEEP_TIMESTAMP = MetricSpec(
+    "ibpool_fabric_sweep_timestamp_seconds",
+    "gauge",
+    "Unix time at the end of the last complete sweep.",
+)
+
+# --- Scheduler (labels pool, node) ----------------------------------------------------------------
+POOL_NODE_INFO = MetricSpec(
+    "ibpool_pool_node_info",
+    "info",
+    "A node belongs to a pool (partition); value is always 1.",
+    ("pool", "node"),
+)
+POOL_CAPACITY_GPUS = MetricSpec("ibpool_pool_capacity_gpus", "gauge", "GPUs on the pool's nodes.", ("pool",))
+POOL_ALLOCATED_GPUS = MetricSpec(
+    "ibpool_pool_allocated_gpus",
+    "gauge",
+    "GPUs allocated to running jobs in the pool.",
+    ("pool",),
+)
+POOL_PENDING_GPUS = MetricSpec(
+    "ibpool_pool_pending_gpus",
+    "gauge",
+    "GPUs asked for by the pool's pending jobs.",
+    ("pool",),
+)
+POOL_PENDING_JOBS = MetricSpec("ibpool_pool_pending_jobs", "gauge", "Pending jobs in the pool.", ("pool",))
+POOL_RUNNING_JOBS = MetricSpec("ibpool_pool_running_jobs", "gauge", "Running jobs in the pool.", ("pool",))
+NODE_STATE_INFO = MetricSpec(
+    "ibpool_node_state_info",
+    "info",
+    "A node's scheduler state; value is always 1.",
+    ("node", "state"),
+)
+SCHEDULER_UP = MetricSpec(
+    "ibpool_scheduler_up",
+    "gauge",
+    "1 if the scheduler answered the last poll, 0 if it did not.",
+)
+SCHEDULER_POLL_TIMESTAMP = MetricSpec(
+    "ibpool_scheduler_poll_timestamp_seconds",
+    "gauge",
+    "Unix time of the last successful poll of the scheduler.",
+)
