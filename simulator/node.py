@@ -140,6 +140,7 @@ class SimulatedNode:
             "symbol_errors": lambda: self._on_port(
                 port, lambda d, p: self.tree.add_errors(d, p, symbol_error=value), f"+{value} symbol errors"
             ),
+            "hang_nvml": lambda: self._hang(value),
             "saturate": lambda: self._on_port(
                 port, lambda d, p: self.tree.saturate(d, p, "port_xmit_wait"), "port_xmit_wait saturated"
             ),
@@ -151,6 +152,10 @@ class SimulatedNode:
             done = handler()
         log.info("simulated fault on %s: %s", self.name, done)
         return done
+
+    def _hang(self, seconds: int) -> str:
+        self.nvml.hang("nvmlDeviceGetFieldValues", seconds=float(seconds))
+        return f"next NVML field read hangs for {seconds} s"
 
     def _on_gpu(self, gpu: int | None, action: Callable[[int], None], what: str) -> str:
         if gpu is None or not 0 <= gpu < self.nvml.gpu_count:
