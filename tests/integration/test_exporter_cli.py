@@ -1,4 +1,4 @@
-"""`ibpool exporter` as an operator runs it: a real process over HTTP, node_exporter and promtool beside it."""
+"""`ibpool exporter` as an operator runs it: a real process over HTTP, with node_exporter and promtool."""
 
 from __future__ import annotations
 
