@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import resource
 import signal
 import sys
 import threading
@@ -56,6 +57,16 @@ def serve(cfg: ExporterConfig, stop: threading.Event) -> int:
     return 0
 
 
+def raise_fd_limit() -> None:
+    """Lift the soft open-file limit to the hard one: the IB source keeps ~60 sysfs files open per port."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError) as exc:
+            log.warning("cannot raise the open-file limit from %d: %s", soft, exc)
+
+
 def main(argv: list[str]) -> int:
     """Entry point of `ibpool exporter`; exit 2 on an invalid configuration."""
     from ibpool.cli import configure_logging
@@ -69,6 +80,7 @@ def main(argv: list[str]) -> int:
             print(f"  - {problem}", file=sys.stderr)
         return 2
     configure_logging(cfg.log_level)
+    raise_fd_limit()
     stop = threading.Event()
 
     def on_signal(signum: int, _: FrameType | None) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.exposition import MetricSpec
@@ -19,3 +22,9 @@ def samples_of(text: str, name: str) -> Samples:
             if sample.name == name:
                 out[tuple(sorted(sample.labels.items()))] = sample.value
     return out
+
+
+# The shared folder lies beside the checkout (as in CI); IBPOOL_SHARED overrides where it is not.
+SHARED = Path(os.environ.get("IBPOOL_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+SYSFS_FIXTURES = SHARED / "fixtures" / "procfs-sysfs"
+TRACE = SHARED / "traces" / "helios-earth-may01-10.csv.gz"

@@ -22,8 +22,9 @@ from exporter.sources.ib_sysfs import (
     parse_state,
 )
 from simulator.sysfs_tree import SysfsTree, dgx_hcas
+from tests.helpers import SYSFS_FIXTURES
 
-FIXTURES = Path("/work/shared/fixtures/procfs-sysfs")
+FIXTURES = SYSFS_FIXTURES
 needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="real sysfs captures not present")
 
 

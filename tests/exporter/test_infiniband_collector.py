@@ -15,8 +15,9 @@ from exporter.exposition import MetricFamily, render
 from exporter.sources.ib_sysfs import InfinibandSysfsSource
 from exporter.sources.verbs import PortMtu, VerbsBackend, VerbsContext, VerbsMtuSource
 from simulator.sysfs_tree import SysfsTree, dgx_hcas
+from tests.helpers import SYSFS_FIXTURES
 
-FIXTURES = Path("/work/shared/fixtures/procfs-sysfs")
+FIXTURES = SYSFS_FIXTURES
 GOLDEN = Path(__file__).parent / "golden" / "fixtures_infiniband.prom"
 Samples = dict[str, dict[str, float]]  # metric name -> rendered labels -> value
 

@@ -6,16 +6,16 @@ import json
 import shutil
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.helpers import SYSFS_FIXTURES
 from tests.integration.processes import free_port, http_get, ibpool_argv, start_http_program, stop, wait_until
 
 pytestmark = pytest.mark.integration
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "procfs-sysfs"
+FIXTURES = SYSFS_FIXTURES
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
 PROMTOOL = shutil.which("promtool")
 

@@ -12,7 +12,6 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -21,12 +20,13 @@ from exporter.collectors.infiniband import InfinibandCollector
 from exporter.exposition import render
 from exporter.sources.ib_sysfs import InfinibandSysfsSource
 from simulator.sysfs_tree import SysfsTree, dgx_hcas
+from tests.helpers import SYSFS_FIXTURES
 
 pytestmark = pytest.mark.integration
 
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
 PROMTOOL = shutil.which("promtool")
-FIXTURES = Path("/work/shared/fixtures/procfs-sysfs")
+FIXTURES = SYSFS_FIXTURES
 # The contract (ARCHITECTURE §3) names these; promtool's lint dislikes "counter" inside a name.
 ACCEPTED_LINT = {
     "ibpool_infiniband_counter_saturated metric name should not include type 'counter'",
