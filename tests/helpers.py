@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -28,3 +30,13 @@ def samples_of(text: str, name: str) -> Samples:
 SHARED = Path(os.environ.get("IBPOOL_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 SYSFS_FIXTURES = SHARED / "fixtures" / "procfs-sysfs"
 TRACE = SHARED / "traces" / "helios-earth-may01-10.csv.gz"
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, interval: float = 0.005) -> bool:
+    """Poll until `predicate()` holds; False after `timeout` seconds (bounded, not a timing assertion)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval)
+    return True

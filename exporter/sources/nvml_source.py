@@ -12,8 +12,9 @@ Rules:
 - A value whose call or field returns NOT_SUPPORTED is omitted (None), never reported as 0, and is not
   counted as an error. Any other failure omits the value and is counted by (call, error).
 - Utilization ratios average the NVML samples newer than the last one seen at the previous read. When no
-  new sample arrived (NVML answers NOT_FOUND), the previous average is repeated for up to
-  `MAX_STALE_READS` reads, then omitted: a short scrape interval does not blink, a stuck one does not lie.
+  new sample arrived (NVML answers NOT_FOUND), the previous average is repeated while the last new sample
+  was seen less than `MAX_STALE_SECONDS` ago, then omitted: scrapes closer together than NVML's sample
+  period (1/6 s) do not blink, and a GPU whose samples stopped does not lie.
 - GPM ratios (SM active, tensor active) are computed between this read's GPM sample and the previous one,
   so they are absent on the first read of a GPU.
 - A GPU that raises GPU_IS_LOST, or whose handle cannot be obtained, gives `up=False` (with its last known
@@ -25,6 +26,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +38,7 @@ log = logging.getLogger(__name__)
 Nvml = Any
 """The `pynvml` module or an object with the same function names, constants, structs and errors."""
 
-MAX_STALE_READS = 2
+MAX_STALE_SECONDS = 10.0
 
 # Clock-event (throttle) reason bits, the values of pynvml's nvmlClocksEventReason* constants (NVML ABI).
 THROTTLE_REASONS: tuple[tuple[str, int], ...] = (
@@ -195,14 +197,14 @@ def _plain_struct(struct: Any) -> Any:
 class _SampleWindow:
     """Averages the utilization samples of one kind newer than the last one seen."""
 
-    __slots__ = ("last_average", "last_timestamp", "stale_reads")
+    __slots__ = ("last_average", "last_new_at", "last_timestamp")
 
     def __init__(self) -> None:
         self.last_timestamp = 0
         self.last_average: float | None = None
-        self.stale_reads = 0
+        self.last_new_at = 0.0  # the reader's clock when new samples last arrived
 
-    def update(self, value_type: int, samples: list[Any], fields: _SampleFields) -> float | None:
+    def update(self, value_type: int, samples: list[Any], fields: _SampleFields, now: float) -> float | None:
         """The mean (0-1) of the new samples (NVML reports percent), or the stale fallback."""
         attr = _VALUE_ATTRS[value_type]
         stamp_of, value_of = fields
@@ -218,20 +220,19 @@ class _SampleWindow:
         if count:
             self.last_timestamp = newest
             self.last_average = total / count / 100.0
-            self.stale_reads = 0
+            self.last_new_at = now
             return self.last_average
-        return self.no_new_samples()
+        return self.no_new_samples(now)
 
-    def no_new_samples(self) -> float | None:
-        """Repeat the previous average for a few reads, then give up."""
-        self.stale_reads += 1
-        return self.last_average if self.stale_reads <= MAX_STALE_READS else None
+    def no_new_samples(self, now: float) -> float | None:
+        """Repeat the previous average while it is recent, then give up."""
+        return self.last_average if now - self.last_new_at <= MAX_STALE_SECONDS else None
 
     def reset(self) -> None:
         """Forget everything (the GPU was lost)."""
         self.last_timestamp = 0
         self.last_average = None
-        self.stale_reads = 0
+        self.last_new_at = 0.0
 
 
 class _Gpm:
@@ -282,8 +283,11 @@ class NvmlSource:
     Not thread-safe: one `read()` at a time (the registry guarantees that for its collector).
     """
 
-    def __init__(self, nvml: Nvml, errors: NvmlErrorCounts | None = None) -> None:
+    def __init__(
+        self, nvml: Nvml, errors: NvmlErrorCounts | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._nvml = nvml
+        self._clock = clock
         self.errors = errors if errors is not None else NvmlErrorCounts()
         self._error: type[Exception] = nvml.NVMLError
         self._lost: type[Exception] = nvml.NVMLError_GpuIsLost
@@ -560,13 +564,13 @@ class NvmlSource:
                 state.handle, sampling_type, window.last_timestamp
             )
         except self._not_found:
-            return window.no_new_samples()
+            return window.no_new_samples(self._clock())
         except self._lost:
             raise
         except self._error as exc:
             self._failed(state.index, "nvmlDeviceGetSamples", _code(exc))
             return None
-        return window.update(value_type, samples, self._sample_fields)
+        return window.update(value_type, samples, self._sample_fields, self._clock())
 
     def _read_gpm(self, state: _GpuState, gpm: _Gpm, v: dict[str, Any]) -> None:
         nvml, i = self._nvml, state.index

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pynvml
 import pytest
@@ -16,7 +16,7 @@ from exporter.errors import SourceError
 from exporter.exposition import MetricSpec, render
 from exporter.registry import Registry
 from simulator.fake_nvml import H200_SXM, FakeNvml
-from tests.helpers import samples_of
+from tests.helpers import samples_of, wait_for
 
 GPUS = 8
 # Every GPU metric of ARCHITECTURE §3 this collector writes (the jobs collector writes ibpool_gpu_job_info).
@@ -62,16 +62,6 @@ def _by_gpu(text: str, name: str) -> dict[str, float]:
     return {dict(labels)["gpu"]: value for labels, value in samples_of(text, name).items()}
 
 
-def _wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
-    """Poll until `predicate()` holds (bounded; not a timing assertion)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
-
-
 def _scrape_until_gpu_succeeds(registry: Registry, attempts: int = 2000) -> str:
     for _ in range(attempts):
         text = _scrape(registry)
@@ -89,7 +79,7 @@ def test_is_a_collector_named_gpu(collector: GpuCollector) -> None:
 def test_every_gpu_metric_appears_with_its_labels(fake: FakeNvml, collector: GpuCollector) -> None:
     _scrape(collector)
     fake.inject_xid(4, 79)
-    assert _wait_for(lambda: collector.xid is not None and collector.xid.counts() != {})
+    assert wait_for(lambda: collector.xid is not None and collector.xid.counts() != {})
     fake.step(15.0)
     text = _scrape(collector)
     parsed = {
@@ -222,7 +212,7 @@ def test_xid_errors_are_counted_per_xid(fake: FakeNvml, collector: GpuCollector)
     fake.inject_xid(2, 79)
     xid = collector.xid
     assert xid is not None
-    assert _wait_for(lambda: sum(xid.counts().values()) == 3)
+    assert wait_for(lambda: sum(xid.counts().values()) == 3)
     xids = samples_of(_scrape(collector), "ibpool_gpu_xid_errors_total")
     uuid = fake.gpu(2).uuid
     assert xids == {

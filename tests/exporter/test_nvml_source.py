@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pynvml
@@ -12,9 +11,10 @@ import pytest
 
 from exporter.errors import SourceError
 from exporter.sources import xid_events
-from exporter.sources.nvml_source import MAX_STALE_READS, THROTTLE_REASONS, GpuSnapshot, NvmlSource
+from exporter.sources.nvml_source import MAX_STALE_SECONDS, THROTTLE_REASONS, GpuSnapshot, NvmlSource
 from exporter.sources.xid_events import XidWatcher
-from simulator.fake_nvml import H200_SXM, FakeNvml
+from simulator.fake_nvml import H200_SXM, FakeNvml, ManualClock
+from tests.helpers import wait_for
 
 GPUS = 4
 
@@ -42,16 +42,6 @@ def source(fake: FakeNvml) -> Iterator[NvmlSource]:
     src = NvmlSource(fake)
     yield src
     src.close()
-
-
-def _wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
-    """Poll until `predicate()` holds (bounded; not a timing assertion)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
 
 
 def _two_reads(fake: FakeNvml, source: NvmlSource, seconds: float = 15.0) -> list[GpuSnapshot]:
@@ -173,14 +163,18 @@ def test_utilization_is_the_average_since_the_last_read(fake: FakeNvml, source: 
     assert source.read()[0].utilization_ratio == pytest.approx(0.8)  # only the samples since then
 
 
-def test_no_new_samples_repeat_the_last_average_then_omit(fake: FakeNvml, source: NvmlSource) -> None:
+def test_no_new_samples_repeat_the_last_average_then_omit(fake: FakeNvml) -> None:
+    reader_clock = ManualClock()
+    source = NvmlSource(fake, clock=reader_clock)
     first = source.read()[3].utilization_ratio
     assert first == pytest.approx(0.75)
-    for _ in range(MAX_STALE_READS):
+    for _ in range(5):  # scrapes faster than NVML samples: the last average, not a gap
         assert source.read()[3].utilization_ratio == first
+    reader_clock.advance(MAX_STALE_SECONDS + 1)  # samples stopped coming: omit, do not lie
     assert source.read()[3].utilization_ratio is None
     fake.step(1.0)
     assert source.read()[3].utilization_ratio == pytest.approx(0.75)
+    source.close()
 
 
 def test_gpm_ratios_need_two_reads(fake: FakeNvml, source: NvmlSource) -> None:
@@ -304,7 +298,7 @@ def test_xid_events_are_counted_per_gpu_and_xid(fake: FakeNvml, watcher: XidWatc
     fake.inject_xid(1, 79)
     fake.inject_xid(3, 48)
     expected = {(1, 79): 2, (3, 48): 1}
-    assert _wait_for(lambda: watcher.counts() == expected)
+    assert wait_for(lambda: watcher.counts() == expected)
     watcher.stop()
     assert not watcher.is_alive()
     assert not fake.initialized  # event set freed, NVML reference dropped
@@ -317,7 +311,7 @@ def test_gpus_without_events_are_skipped(fake: FakeNvml, watcher: XidWatcher) ->
     assert watcher.registered_gpus == (0, 1, 3)
     fake.inject_xid(2, 31)
     fake.inject_xid(0, 31)
-    assert _wait_for(lambda: watcher.counts() == {(0, 31): 1})
+    assert wait_for(lambda: watcher.counts() == {(0, 31): 1})
     assert watcher.errors.snapshot() == {}
 
 
@@ -346,6 +340,6 @@ def test_wait_errors_are_counted_and_the_thread_goes_on(
     monkeypatch.setattr(fake, "nvmlEventSetWait_v2", flaky_wait)
     watcher.start()
     fake.inject_xid(0, 94)
-    assert _wait_for(lambda: watcher.counts() == {(0, 94): 1})
+    assert wait_for(lambda: watcher.counts() == {(0, 94): 1})
     assert watcher.errors.snapshot() == {("nvmlEventSetWait_v2", "Unknown"): 1}
     assert watcher.is_alive()

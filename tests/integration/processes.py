@@ -7,9 +7,10 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+
+from tests.helpers import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -34,12 +35,8 @@ def http_get(port: int, path: str, timeout: float = 10.0, method: str = "GET") -
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
     """Poll `predicate` until it holds; fail the test with `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+    if not wait_for(predicate, timeout, interval=0.05):
+        raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
 
 
 def start_http_program(

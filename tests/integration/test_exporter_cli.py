@@ -126,10 +126,14 @@ def _value(text: str, name: str, **labels: str) -> float | None:
 
 def test_simulated_node_serves_every_metric_and_faults_show_up(simulated: int) -> None:
     port = simulated
-    wait_until(
-        lambda: _value(_metrics(port), "ibpool_gpu_sm_active_ratio", gpu="0") is not None,
-        what="GPM metrics (they need two samples)",
-    )
+
+    def sampled() -> bool:  # GPM needs two reads, utilization needs NVML's first samples (1/6 s)
+        text = _metrics(port)
+        return all(
+            _value(text, f"ibpool_gpu_{m}_ratio", gpu="0") is not None for m in ("sm_active", "utilization")
+        )
+
+    wait_until(sampled, what="GPM and utilization samples")
     text = _metrics(port)
     for name in (
         "ibpool_gpu_utilization_ratio",
