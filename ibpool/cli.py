@@ -13,8 +13,9 @@ Main = Callable[[list[str]], int]
 _USAGE = """usage: ibpool <command> [options]
 
 commands:
-  exporter      node exporter: GPU (NVML) and InfiniBand (sysfs, verbs) metrics; --simulate for a fake node
-  version       print the version
+  exporter             node exporter: GPU (NVML) and IB port metrics; --simulate for a fake node
+  scheduler-exporter   Slurm pools: capacity, allocated and pending GPUs, jobs, node states
+  version              print the version
 
 Run `ibpool <command> --help` for a command's options.
 """
@@ -26,12 +27,22 @@ def _exporter(argv: list[str]) -> int:
     return main(argv)
 
 
+def _scheduler_exporter(argv: list[str]) -> int:
+    from exporter.scheduler.main import main
+
+    return main(argv)
+
+
 def _version(_: list[str]) -> int:
     print(f"ibpool {__version__}")
     return 0
 
 
-COMMANDS: dict[str, Main] = {"exporter": _exporter, "version": _version}
+COMMANDS: dict[str, Main] = {
+    "exporter": _exporter,
+    "scheduler-exporter": _scheduler_exporter,
+    "version": _version,
+}
 
 
 def configure_logging(level: str) -> None:

@@ -1,0 +1,118 @@
+"""`ibpool scheduler-exporter`: parse the config, poll Slurm in the background, serve until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from types import FrameType
+
+from exporter.app import install_routes
+from exporter.collectors.base import Collector
+from exporter.errors import ConfigError, ExporterError
+from exporter.health import HealthCheck
+from exporter.http_server import MetricsHTTPServer, parse_listen_address
+from exporter.registry import Registry
+from exporter.scheduler.collector import SchedulerCollector, SchedulerStatusCollector
+from exporter.scheduler.commands import SlurmCommands
+from exporter.scheduler.config import COMMANDS_PER_POLL, SchedulerExporterConfig, load_config
+from exporter.scheduler.poller import SchedulerPoller
+from exporter.scheduler.reader import SlurmReader
+from exporter.web_config import WebConfig, load_web_config
+
+log = logging.getLogger(__name__)
+
+
+def _web_config(cfg: SchedulerExporterConfig) -> WebConfig:
+    return load_web_config(cfg.web_config_file) if cfg.web_config_file else WebConfig()
+
+
+def build_poller(cfg: SchedulerExporterConfig) -> SchedulerPoller:
+    """The poller for `cfg` (not started); ExporterError when a Slurm client cannot be found."""
+    commands = SlurmCommands.resolve(cfg.slurm_bin_dir, cfg.slurm_conf, cfg.timeout_seconds)
+    reader = SlurmReader(commands, cfg.gpus_per_node, cfg.gres_name)
+    return SchedulerPoller(reader.read, cfg.poll_interval_seconds)
+
+
+class SchedulerExporter:
+    """The running exporter: poller, registry, health and HTTP server; `start`, then `close`."""
+
+    def __init__(self, cfg: SchedulerExporterConfig) -> None:
+        self.cfg = cfg
+        self.web = _web_config(cfg)
+        self.poller = build_poller(cfg)
+        collectors: list[Collector] = [
+            SchedulerCollector(self.poller, cfg.max_age_seconds),
+            SchedulerStatusCollector(self.poller, cfg.max_age_seconds),
+        ]
+        self.registry = Registry(collectors)
+        health = HealthCheck(self.registry, max_age_seconds=0.0)  # collecting reads the cache: always fresh
+        try:
+            self.server = MetricsHTTPServer(parse_listen_address(cfg.listen_address), self.web)
+        except OSError as exc:
+            self.registry.close()
+            raise ExporterError(f"cannot listen on {cfg.listen_address}: {exc.strerror or exc}") from None
+        install_routes(self.server, self.registry, health, cfg.telemetry_path)
+
+    @property
+    def port(self) -> int:
+        """The TCP port the server is bound to."""
+        return self.server.port
+
+    def start(self) -> None:
+        """Start polling and serving, each on its own daemon thread."""
+        self.poller.start()
+        self.server.serve_in_thread()
+        log.info(
+            "listening on %s (%s), polling Slurm every %g s",
+            self.cfg.listen_address,
+            "https" if self.web.tls else "http",
+            self.cfg.poll_interval_seconds,
+        )
+
+    def close(self) -> None:
+        """Stop serving, wait for the current poll to end, release everything."""
+        self.server.shutdown()
+        self.server.server_close()
+        self.poller.stop(timeout=self.cfg.timeout_seconds * COMMANDS_PER_POLL + 1)
+        self.registry.close()
+
+
+def serve(cfg: SchedulerExporterConfig, stop: threading.Event) -> int:
+    """Poll and serve until `stop` is set, then clean up."""
+    exporter = SchedulerExporter(cfg)
+    exporter.start()
+    try:
+        stop.wait()
+    finally:
+        exporter.close()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of `ibpool scheduler-exporter`; exit 2 on an invalid config, 1 when it cannot start."""
+    from ibpool.cli import configure_logging
+
+    try:
+        cfg = load_config(argv)
+        _web_config(cfg)
+    except ConfigError as exc:
+        print("ibpool scheduler-exporter: invalid configuration:", file=sys.stderr)
+        for problem in exc.problems:
+            print(f"  - {problem}", file=sys.stderr)
+        return 2
+    configure_logging(cfg.log_level)
+    stop = threading.Event()
+
+    def on_signal(signum: int, _: FrameType | None) -> None:
+        log.info("received %s, shutting down", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        return serve(cfg, stop)
+    except ExporterError as exc:
+        log.error("%s", exc)
+        return 1
