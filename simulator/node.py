@@ -15,7 +15,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,7 +64,10 @@ class FaultError(ValueError):
 
 
 class SimulatedNode:
-    """A node with `gpus` GPUs and `ports` single-port HCAs (mlx5_0.., 400 Gb/s NDR)."""
+    """A node with `gpus` GPUs and `ports` single-port HCAs (mlx5_0.., 400 Gb/s NDR).
+
+    `name` is the host in the HCAs' node descriptions; `hca_guids` their node GUIDs (one per port).
+    """
 
     def __init__(
         self,
@@ -75,11 +78,12 @@ class SimulatedNode:
         seed: int = 1,
         name: str = "node1",
         clock: Callable[[], float] = time.monotonic,
+        hca_guids: Sequence[int] | None = None,
     ) -> None:
         self._owns_root = root is None
         self.root = Path(tempfile.mkdtemp(prefix=f"ibpool-sim-{name}-")) if root is None else root
         self.name = name
-        self.tree = SysfsTree(self.root, dgx_hcas(ports), seed=seed)
+        self.tree = SysfsTree(self.root, dgx_hcas(ports, host=name, guids=hca_guids), seed=seed)
         self.nvml = FakeNvml(gpu_count=gpus, clock=clock, uuid_seed=f"ibpool-sim/{name}")
         self.ports = [(device, 1) for device in self.tree.devices]
         self._carry: dict[tuple[str, int], float] = {}

@@ -18,7 +18,7 @@ import os
 import random
 import shutil
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -146,21 +146,34 @@ class HcaSpec:
     hw_counters: bool = True
     counters_ext: bool = False  # the pre-4.5-kernel directory (mlx4 era)
     extended_counters: bool = True  # 64-bit data/packet counters
+    host: str = "dgx"  # the node description is "<host> <name>", as mlx5 writes it
 
     def port_guid(self, port: int) -> int:
         """GUID of a port (the node GUID plus port - 1, as ConnectX numbers them)."""
         return self.node_guid + port - 1
 
 
-def dgx_hcas(count: int = 8, counters_ext: Iterable[str] = ()) -> list[HcaSpec]:
-    """`count` ConnectX-7 HCAs `mlx5_0..`, one NDR port each; `counters_ext`: those with the legacy dir."""
+def dgx_hcas(
+    count: int = 8,
+    counters_ext: Iterable[str] = (),
+    host: str = "dgx",
+    guids: Sequence[int] | None = None,
+) -> list[HcaSpec]:
+    """`count` ConnectX-7 HCAs `mlx5_0..`, one NDR port each; `counters_ext`: those with the legacy dir.
+
+    `host` names the node in the node descriptions; `guids` gives each HCA's node GUID (default: a
+    fixed series, the same on every node).
+    """
     legacy = set(counters_ext)
+    if guids is not None and len(guids) != count:
+        raise ValueError(f"{count} HCAs need {count} GUIDs, got {len(guids)}")
     return [
         HcaSpec(
             name=f"mlx5_{i}",
             pci_address=DGX_PCI[i] if i < len(DGX_PCI) else f"0000:{0x20 + i:02x}:00.0",
-            node_guid=0xB83FD20300A1B200 + 0x10 * i,
+            node_guid=guids[i] if guids is not None else 0xB83FD20300A1B200 + 0x10 * i,
             counters_ext=f"mlx5_{i}" in legacy,
+            host=host,
         )
         for i in range(count)
     ]
@@ -415,7 +428,7 @@ class SysfsTree:
             "fw_ver": spec.fw_ver + "\n",
             "hca_type": spec.hca_type + "\n",
             "hw_rev": "0x0\n",
-            "node_desc": f"dgx {spec.name}\n",
+            "node_desc": f"{spec.host} {spec.name}\n",
             "node_guid": format_guid(spec.node_guid) + "\n",
             "node_type": "1: CA\n",
             "sys_image_guid": format_guid(spec.node_guid) + "\n",
