@@ -29,12 +29,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from exporter.errors import ConfigError
-from exporter.http_server import parse_listen_address
+from exporter.settings import gather_settings, reporter, validate_web
 
 DEFAULT_LISTEN = ":9470"
 
@@ -82,26 +79,7 @@ _YAML_KEYS: dict[str, tuple[str, type]] = {
     "simulate.step_seconds": ("simulate_step_seconds", float),
     "log.level": ("log_level", str),
 }
-_FLAGS: dict[str, str] = {  # argparse dest -> field
-    "listen_address": "listen_address",
-    "web_config_file": "web_config_file",
-    "telemetry_path": "telemetry_path",
-    "gpu": "gpu",
-    "gpu_deadline_seconds": "gpu_deadline_seconds",
-    "infiniband": "infiniband",
-    "sysfs_root": "sysfs_root",
-    "verbs": "verbs",
-    "jobs": "jobs",
-    "jobs_directory": "jobs_directory",
-    "health_max_age_seconds": "health_max_age_seconds",
-    "simulate": "simulate",
-    "simulate_gpus": "simulate_gpus",
-    "simulate_ports": "simulate_ports",
-    "simulate_seed": "simulate_seed",
-    "simulate_step_seconds": "simulate_step_seconds",
-    "log_level": "log_level",
-}
-LOG_LEVELS = ("debug", "info", "warning", "error")
+_FLAG_FIELDS = tuple(field for field, _ in _YAML_KEYS.values())  # each flag's dest is its field
 
 
 def build_parser(prog: str = "ibpool exporter") -> argparse.ArgumentParser:
@@ -154,83 +132,13 @@ def build_parser(prog: str = "ibpool exporter") -> argparse.ArgumentParser:
     return p
 
 
-def _flatten(raw: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in raw.items():
-        dotted = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(_flatten(value, dotted + "."))
-        else:
-            flat[dotted] = value
-    return flat
-
-
-def _coerce(value: Any, kind: type, where: str, problems: list[str]) -> Any:
-    if kind is bool:
-        if not isinstance(value, bool):
-            problems.append(f"{where}: must be true or false, got {value!r}")
-        return value
-    if kind in (int, float):
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or (kind is int and isinstance(value, float))
-        ):
-            problems.append(f"{where}: must be a number, got {value!r}")
-            return None
-        return kind(value)
-    if not isinstance(value, str) or not value:
-        problems.append(f"{where}: must be a non-empty string, got {value!r}")
-        return None
-    return Path(value) if kind is Path else value
-
-
-def _read_yaml(path: Path, problems: list[str]) -> dict[str, Any]:
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        problems.append(f"{path}: cannot read: {exc.strerror or exc}")
-        return {}
-    except yaml.YAMLError as exc:
-        problems.append(f"{path}: not valid YAML: {exc}")
-        return {}
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        problems.append(f"{path}: must be a mapping at the top level")
-        return {}
-    values: dict[str, Any] = {}
-    for key, value in _flatten(raw).items():
-        spec = _YAML_KEYS.get(key)
-        if spec is None:
-            problems.append(f"{path}: {key}: unknown key")
-            continue
-        coerced = _coerce(value, spec[1], f"{path}: {key}", problems)
-        if coerced is not None:
-            values[spec[0]] = (
-                Path(path.parent, coerced) if spec[1] is Path and not coerced.is_absolute() else coerced
-            )
-    return values
-
-
 def _validate(cfg: ExporterConfig, origin: dict[str, str], problems: list[str]) -> None:
-    def bad(field_name: str, message: str) -> None:
-        problems.append(f"{origin.get(field_name, 'default')}: {field_name}: {message}")
-
-    try:
-        parse_listen_address(cfg.listen_address)
-    except ValueError as exc:
-        bad("listen_address", str(exc))
-    if not cfg.telemetry_path.startswith("/") or cfg.telemetry_path in ("/", "/healthz"):
-        bad("telemetry_path", "must be an absolute path other than / and /healthz")
+    bad = reporter(origin, problems)
+    validate_web(cfg, bad)
     if cfg.gpu_deadline_seconds <= 0:
         bad("gpu_deadline_seconds", "must be > 0")
     if cfg.health_max_age_seconds <= 0:
         bad("health_max_age_seconds", "must be > 0")
-    if cfg.log_level not in LOG_LEVELS:
-        bad("log_level", f"must be one of {', '.join(LOG_LEVELS)}")
-    if cfg.web_config_file is not None and not cfg.web_config_file.is_file():
-        bad("web_config_file", f"file not found: {cfg.web_config_file}")
     if not cfg.simulate and cfg.infiniband and not cfg.sysfs_root.is_dir():
         bad("sysfs_root", f"not a directory: {cfg.sysfs_root}")
     if not 1 <= cfg.simulate_gpus <= 64:
@@ -245,16 +153,7 @@ def load_config(argv: list[str]) -> ExporterConfig:
     """Parse flags and the optional YAML file into one frozen config; raise ConfigError with all problems."""
     args = build_parser().parse_args(argv)
     problems: list[str] = []
-    values: dict[str, Any] = {}
-    origin: dict[str, str] = {}
-    if args.config_file is not None:
-        values.update(_read_yaml(args.config_file, problems))
-        origin.update(dict.fromkeys(values, str(args.config_file)))
-    for dest, field_name in _FLAGS.items():
-        given = getattr(args, dest)
-        if given is not None:
-            values[field_name] = given
-            origin[field_name] = "flag"
+    values, origin = gather_settings(args, _YAML_KEYS, _FLAG_FIELDS, problems)
     cfg = ExporterConfig(**values)
     _validate(cfg, origin, problems)
     if problems:

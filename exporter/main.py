@@ -4,30 +4,24 @@ from __future__ import annotations
 
 import logging
 import resource
-import signal
-import sys
 import threading
-from types import FrameType
 
 from exporter.app import install_routes
 from exporter.config import ExporterConfig, load_config
-from exporter.errors import ConfigError, ExporterError
+from exporter.entry import run_exporter, web_config_of
+from exporter.errors import ExporterError
 from exporter.health import HealthCheck
 from exporter.http_server import MetricsHTTPServer, parse_listen_address
 from exporter.registry import Registry
-from exporter.web_config import WebConfig, load_web_config
 from exporter.wiring import Node, build_node
 
 log = logging.getLogger(__name__)
 
 
-def _web_config(cfg: ExporterConfig) -> WebConfig:
-    return load_web_config(cfg.web_config_file) if cfg.web_config_file else WebConfig()
-
-
 def serve(cfg: ExporterConfig, stop: threading.Event) -> int:
     """Build everything from `cfg`, serve until `stop` is set, then clean up."""
-    web = _web_config(cfg)
+    web = web_config_of(cfg)
+    raise_fd_limit()
     node: Node = build_node(cfg)
     registry = Registry(node.collectors, node.deadlines)
     health = HealthCheck(registry, cfg.health_max_age_seconds, node.health_checks)
@@ -69,28 +63,4 @@ def raise_fd_limit() -> None:
 
 def main(argv: list[str]) -> int:
     """Entry point of `ibpool exporter`; exit 2 on an invalid configuration."""
-    from ibpool.cli import configure_logging
-
-    try:
-        cfg = load_config(argv)
-        _web_config(cfg)
-    except ConfigError as exc:
-        print("ibpool exporter: invalid configuration:", file=sys.stderr)
-        for problem in exc.problems:
-            print(f"  - {problem}", file=sys.stderr)
-        return 2
-    configure_logging(cfg.log_level)
-    raise_fd_limit()
-    stop = threading.Event()
-
-    def on_signal(signum: int, _: FrameType | None) -> None:
-        log.info("received %s, shutting down", signal.Signals(signum).name)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    try:
-        return serve(cfg, stop)
-    except ExporterError as exc:
-        log.error("%s", exc)
-        return 1
+    return run_exporter("ibpool exporter", argv, load_config, serve)

@@ -1,0 +1,130 @@
+"""Runs sweeps on a background thread at a fixed interval and keeps the last complete one.
+
+Scrapes never run a diagnostic: they get the families built once at the end of the last complete sweep,
+which carry that sweep's duration and end time, so staleness shows in the data itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from exporter.exposition import MetricFamily
+from exporter.fabric.model import SweepResult
+from exporter.fabric.sweep import Sweeper
+
+log = logging.getLogger(__name__)
+
+Builder = Callable[[SweepResult], list[MetricFamily]]
+
+
+@dataclass(frozen=True)
+class Published:
+    """A complete sweep and its metric families."""
+
+    result: SweepResult
+    families: tuple[MetricFamily, ...]
+    published_at: float  # time.monotonic()
+
+
+class BackgroundSweeper:
+    """Sweeps every `interval_seconds` (back to back when a sweep takes longer) until stopped."""
+
+    def __init__(
+        self,
+        sweeper: Sweeper,
+        interval_seconds: float,
+        build: Builder,
+        max_age_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._sweeper = sweeper
+        self._interval = interval_seconds
+        self._build = build
+        self._max_age = max_age_seconds
+        self._clock = clock
+        self._stop = threading.Event()
+        self._swept = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._latest: Published | None = None
+        self._last_error: str | None = None
+        self._attempts = 0
+
+    @property
+    def latest(self) -> Published | None:
+        """The last complete sweep, or None before the first."""
+        return self._latest
+
+    def start(self) -> None:
+        """Start the sweep thread (the first sweep begins at once)."""
+        self._thread = threading.Thread(target=self._loop, name="fabric-sweep", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Ask the thread to stop after its current sweep and wait for it."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            started = self._clock()
+            self.run_once()
+            self._stop.wait(max(0.0, self._interval - (self._clock() - started)))
+
+    def run_once(self) -> Published | None:
+        """Sweep now in this thread and publish the result; None (and logged) when the sweep failed."""
+        try:
+            result = self._sweeper.sweep()
+            published = Published(result, tuple(self._build(result)), self._clock())
+        except Exception as exc:  # a failed sweep keeps the previous one served; health reports it
+            self._last_error = f"{type(exc).__name__}: {exc}"
+            log.warning("fabric sweep failed: %s", self._last_error, exc_info=not isinstance(exc, OSError))
+            published = None
+        else:
+            self._last_error = None
+            self._latest = published
+            self._report(result)
+        with self._swept:
+            self._attempts += 1
+            self._swept.notify_all()
+        return published
+
+    def wait_for_sweeps(self, count: int, timeout: float) -> bool:
+        """Block until `count` sweep attempts have ended since start (tests and benchmarks)."""
+        with self._swept:
+            return self._swept.wait_for(lambda: self._attempts >= count, timeout)
+
+    @staticmethod
+    def _report(result: SweepResult) -> None:
+        down = [guid for guid, reading in result.readings.items() if not reading.up]
+        log.debug(
+            "fabric sweep took %.3f s: %d nodes read, %d not answering, %d vanished",
+            result.duration_seconds,
+            len(result.readings),
+            len(down),
+            len(result.vanished),
+        )
+        for problem in result.problems:
+            log.warning("fabric sweep: %s", problem)
+        if result.skipped_lines:
+            log.warning("fabric sweep skipped unparseable output lines: %s", dict(result.skipped_lines))
+
+    def health_problem(self) -> str | None:
+        """Why the fabric data is not trustworthy now, or None when it is."""
+        if self._thread is not None and not self._thread.is_alive() and not self._stop.is_set():
+            return "fabric sweep thread has stopped"
+        latest = self._latest
+        if latest is None:
+            return f"no complete fabric sweep yet{f' ({self._last_error})' if self._last_error else ''}"
+        age = self._clock() - latest.published_at
+        if age > self._max_age:
+            return f"last complete fabric sweep is {age:.0f} s old (max {self._max_age:g} s)"
+        if self._last_error is not None:
+            return f"last fabric sweep failed: {self._last_error}"
+        if latest.result.problems:
+            return "fabric sweep: " + "; ".join(latest.result.problems)
+        return None

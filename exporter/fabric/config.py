@@ -1,0 +1,206 @@
+"""Fabric exporter configuration: Prometheus-style flags over an optional YAML file, parsed once, frozen.
+
+Precedence: built-in defaults < YAML file (`--config.file`) < flags given on the command line. Every
+problem is reported at once, each with its file (or `flag`) and key.
+
+```yaml
+web:
+  listen_address: ":9471"
+  config_file: web.yml            # TLS and basic auth (exporter-toolkit format)
+  telemetry_path: /metrics
+fabric:
+  sweep_interval_seconds: 15
+  concurrency: 4                  # diagnostics running at once
+  command_timeout_seconds: 10     # per diagnostic; killed after this
+  hca_ports: false                # also read every HCA port (one perfquery per port)
+  vl_counters: batch              # batch | perfquery | off
+  vl_count: 16                    # export PortVLXmitWait of VLs 0..vl_count-1 (8: data VLs only)
+  port_states: true               # iblinkinfo on ibnetdiscover's cache
+  node_name_map: names.yml        # GUID -> name (YAML mapping or `guid name` lines)
+  forget_after_seconds: 3600      # a vanished switch is reported down this long
+  scratch_dir: /dev/shm           # where the diagnostics run (default: /dev/shm, else TMPDIR)
+ibdiag:
+  ca: mlx5_0                      # -C
+  port: 1                         # -P
+  timeout_ms: 500                 # -t (MAD timeout)
+  bin_dir: /usr/sbin              # where perfquery, ibnetdiscover, iblinkinfo are
+health:
+  max_age_seconds: 300
+log:
+  level: info
+```
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from exporter.errors import ConfigError
+from exporter.fabric.errors import NameMapError
+from exporter.fabric.names import load_name_map
+from exporter.fabric.sweep import VL_MODES, VlMode
+from exporter.settings import gather_settings, reporter, validate_web
+
+DEFAULT_LISTEN = ":9471"
+
+
+@dataclass(frozen=True)
+class FabricConfig:
+    """Everything the fabric exporter needs to start."""
+
+    listen_address: str = DEFAULT_LISTEN
+    web_config_file: Path | None = None
+    telemetry_path: str = "/metrics"
+    sweep_interval_seconds: float = 15.0
+    concurrency: int = 4
+    command_timeout_seconds: float = 10.0
+    hca_ports: bool = False
+    vl_counters: VlMode = "batch"
+    vl_count: int = 16
+    port_states: bool = True
+    node_name_map: Path | None = None
+    forget_after_seconds: float = 3600.0
+    scratch_dir: Path | None = None
+    ibdiag_ca: str | None = None
+    ibdiag_port: int | None = None
+    ibdiag_timeout_ms: int | None = None
+    ibdiag_bin_dir: Path | None = None
+    health_max_age_seconds: float = 300.0
+    log_level: str = "info"
+
+
+# key in the YAML file -> (field, type); nested keys are dotted.
+_YAML_KEYS: dict[str, tuple[str, type]] = {
+    "web.listen_address": ("listen_address", str),
+    "web.config_file": ("web_config_file", Path),
+    "web.telemetry_path": ("telemetry_path", str),
+    "fabric.sweep_interval_seconds": ("sweep_interval_seconds", float),
+    "fabric.concurrency": ("concurrency", int),
+    "fabric.command_timeout_seconds": ("command_timeout_seconds", float),
+    "fabric.hca_ports": ("hca_ports", bool),
+    "fabric.vl_counters": ("vl_counters", str),
+    "fabric.vl_count": ("vl_count", int),
+    "fabric.port_states": ("port_states", bool),
+    "fabric.node_name_map": ("node_name_map", Path),
+    "fabric.forget_after_seconds": ("forget_after_seconds", float),
+    "fabric.scratch_dir": ("scratch_dir", Path),
+    "ibdiag.ca": ("ibdiag_ca", str),
+    "ibdiag.port": ("ibdiag_port", int),
+    "ibdiag.timeout_ms": ("ibdiag_timeout_ms", int),
+    "ibdiag.bin_dir": ("ibdiag_bin_dir", Path),
+    "health.max_age_seconds": ("health_max_age_seconds", float),
+    "log.level": ("log_level", str),
+}
+_FIELDS = tuple(field for field, _ in _YAML_KEYS.values())
+
+
+def build_parser(prog: str = "ibpool fabric-exporter") -> argparse.ArgumentParser:
+    """The fabric exporter's flags (every default is None so the YAML file can fill it)."""
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description="Fabric-wide InfiniBand exporter: ibnetdiscover, iblinkinfo and perfquery from one host.",
+    )
+    add = p.add_argument
+    bool_flag = argparse.BooleanOptionalAction
+    add("--config.file", dest="config_file", type=Path, help="optional YAML config file")
+    add("--web.listen-address", dest="listen_address", help=f"host:port to listen on ({DEFAULT_LISTEN})")
+    add(
+        "--web.config.file",
+        dest="web_config_file",
+        type=Path,
+        help="TLS / basic auth config (exporter-toolkit)",
+    )
+    add("--web.telemetry-path", dest="telemetry_path", help="path of the metrics page (/metrics)")
+    add(
+        "--fabric.sweep-interval",
+        dest="sweep_interval_seconds",
+        type=float,
+        help="seconds between sweeps (15)",
+    )
+    add("--fabric.concurrency", dest="concurrency", type=int, help="diagnostics running at once (4)")
+    add(
+        "--fabric.command-timeout",
+        dest="command_timeout_seconds",
+        type=float,
+        help="seconds one diagnostic may run before it is killed (10)",
+    )
+    add("--fabric.hca-ports", dest="hca_ports", action=bool_flag, help="also read HCA ports (off)")
+    add("--fabric.vl-counters", dest="vl_counters", help="per-VL waits: batch, perfquery or off (batch)")
+    add("--fabric.vl-count", dest="vl_count", type=int, help="export VLs 0..N-1 (16: all the PMA returns)")
+    add("--fabric.port-states", dest="port_states", action=bool_flag, help="port states from iblinkinfo (on)")
+    add("--fabric.node-name-map", dest="node_name_map", type=Path, help="GUID-to-name map file")
+    add(
+        "--fabric.forget-after",
+        dest="forget_after_seconds",
+        type=float,
+        help="seconds a switch missing from discovery is still reported down (3600)",
+    )
+    add(
+        "--fabric.scratch-dir",
+        dest="scratch_dir",
+        type=Path,
+        help="directory the diagnostics run in (default: /dev/shm, else TMPDIR)",
+    )
+    add("--ibdiag.ca", dest="ibdiag_ca", help="local CA the diagnostics use (-C)")
+    add("--ibdiag.port", dest="ibdiag_port", type=int, help="local CA port the diagnostics use (-P)")
+    add("--ibdiag.timeout", dest="ibdiag_timeout_ms", type=int, help="MAD timeout in ms (-t)")
+    add("--ibdiag.bin-dir", dest="ibdiag_bin_dir", type=Path, help="directory holding perfquery & co.")
+    add(
+        "--health.max-age-seconds",
+        dest="health_max_age_seconds",
+        type=float,
+        help="/healthz fails when the last complete sweep is older than this (300)",
+    )
+    add("--log.level", dest="log_level", help="debug, info, warning or error")
+    return p
+
+
+def _normalise(flat: dict[str, Any]) -> None:
+    if flat.get("fabric.vl_counters") is False:
+        flat["fabric.vl_counters"] = "off"  # YAML 1.1 reads a bare `off` as false
+
+
+def _validate(cfg: FabricConfig, origin: dict[str, str], problems: list[str]) -> None:
+    bad = reporter(origin, problems)
+    validate_web(cfg, bad)
+    for name in ("sweep_interval_seconds", "command_timeout_seconds", "health_max_age_seconds"):
+        if not getattr(cfg, name) > 0:
+            bad(name, "must be > 0")
+    if cfg.forget_after_seconds < 0:
+        bad("forget_after_seconds", "must be >= 0")
+    if not 1 <= cfg.concurrency <= 64:
+        bad("concurrency", "must be between 1 and 64")
+    if cfg.vl_counters not in VL_MODES:
+        bad("vl_counters", f"must be one of {', '.join(VL_MODES)}")
+    if not 1 <= cfg.vl_count <= 16:
+        bad("vl_count", "must be between 1 and 16")
+    if cfg.ibdiag_port is not None and not 0 <= cfg.ibdiag_port <= 255:
+        bad("ibdiag_port", "must be between 0 and 255")
+    if cfg.ibdiag_timeout_ms is not None and cfg.ibdiag_timeout_ms <= 0:
+        bad("ibdiag_timeout_ms", "must be > 0")
+    if cfg.scratch_dir is not None and not cfg.scratch_dir.is_dir():
+        bad("scratch_dir", f"not a directory: {cfg.scratch_dir}")
+    if cfg.ibdiag_bin_dir is not None and not cfg.ibdiag_bin_dir.is_dir():
+        bad("ibdiag_bin_dir", f"not a directory: {cfg.ibdiag_bin_dir}")
+    if cfg.node_name_map is not None:
+        try:
+            load_name_map(cfg.node_name_map)
+        except NameMapError as exc:
+            problems.extend(
+                f"{origin.get('node_name_map', 'default')}: node_name_map: {p}" for p in exc.problems
+            )
+
+
+def load_config(argv: list[str]) -> FabricConfig:
+    """Parse flags and the optional YAML file into one frozen config; raise ConfigError with all problems."""
+    args = build_parser().parse_args(argv)
+    problems: list[str] = []
+    values, origin = gather_settings(args, _YAML_KEYS, _FIELDS, problems, _normalise)
+    cfg = FabricConfig(**values)
+    _validate(cfg, origin, problems)
+    if problems:
+        raise ConfigError(problems)
+    return cfg

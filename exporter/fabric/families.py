@@ -1,0 +1,130 @@
+"""Maps a SweepResult to the `ibpool_fabric_*` metric families of the catalog (and does nothing else).
+
+Port metrics cover every port of every switch (and of every CA when HCA ports are read); data counters
+are multiplied exactly as the node side does (catalog.IB_COUNTERS); a counter read from the 32-bit
+PortCounters attribute gets a saturation flag; unreadable values are omitted, never exported as 0.
+"""
+
+from __future__ import annotations
+
+from exporter import catalog
+from exporter.exposition import MetricFamily
+from exporter.fabric.model import FabricNode, NodeReading, PortReading, SweepResult
+from exporter.fabric.names import NameMap
+from exporter.fabric.rates import rate_bytes_per_second
+
+SATURATED_32 = (1 << 32) - 1
+_MULTIPLIER = {name: multiplier for name, (_, multiplier) in catalog.IB_COUNTERS.items()}
+
+
+class _Families:
+    """The families of one sweep, created up front so every sweep exposes the same set."""
+
+    def __init__(self) -> None:
+        self.counters = {name: MetricFamily(spec) for name, spec in catalog.FABRIC_COUNTERS.items()}
+        self.saturated = MetricFamily(catalog.FABRIC_COUNTER_SATURATED)
+        self.vl_wait = MetricFamily(catalog.FABRIC_VL_TRANSMIT_WAIT)
+        self.state = MetricFamily(catalog.FABRIC_STATE_ID)
+        self.phys_state = MetricFamily(catalog.FABRIC_PHYSICAL_STATE_ID)
+        self.rate = MetricFamily(catalog.FABRIC_RATE)
+        self.width = MetricFamily(catalog.FABRIC_LINK_WIDTH)
+        self.port_up = MetricFamily(catalog.FABRIC_PORT_UP)
+        self.link_info = MetricFamily(catalog.FABRIC_LINK_INFO)
+        self.switch_up = MetricFamily(catalog.FABRIC_SWITCH_UP)
+        self.duration = MetricFamily(catalog.FABRIC_SWEEP_DURATION)
+        self.timestamp = MetricFamily(catalog.FABRIC_SWEEP_TIMESTAMP)
+
+    def all(self) -> list[MetricFamily]:
+        """Every family, counters first."""
+        fixed = [
+            self.saturated,
+            self.vl_wait,
+            self.state,
+            self.phys_state,
+            self.rate,
+            self.width,
+            self.port_up,
+            self.link_info,
+            self.switch_up,
+            self.duration,
+            self.timestamp,
+        ]
+        return [*self.counters.values(), *fixed]
+
+
+def build_families(
+    result: SweepResult, names: NameMap, hca_ports: bool = False, vl_count: int = 16
+) -> list[MetricFamily]:
+    """Every fabric family for `result`; `vl_count` limits per-VL waits to VLs 0..vl_count-1."""
+    builder = _Builder(result, names, vl_count)
+    topology = result.topology
+    for node in topology.switches + (topology.cas if hca_ports else []):
+        builder.node(node)
+    for node in sorted(result.vanished.values(), key=lambda n: n.guid):
+        builder.vanished(node)
+    out = builder.out
+    out.duration.add((), result.duration_seconds)
+    out.timestamp.add((), result.finished_at)
+    return out.all()
+
+
+class _Builder:
+    """Adds one sweep's samples to a fresh set of families."""
+
+    def __init__(self, result: SweepResult, names: NameMap, vl_count: int) -> None:
+        self.out = _Families()
+        self._result = result
+        self._names = names
+        self._vl_count = vl_count
+
+    def node(self, node: FabricNode) -> None:
+        """Switch liveness and every port of `node`."""
+        desc = self._names.name(node.guid, node.desc)
+        reading = self._result.readings.get(node.guid)
+        if node.kind == "switch":
+            self.out.switch_up.add((node.guid, desc), 1 if reading is not None and reading.up else 0)
+        for port in range(1, node.ports + 1):
+            self._port((node.guid, str(port), desc), port, reading)
+
+    def vanished(self, node: FabricNode) -> None:
+        """A switch seen in an earlier sweep but not in this one: down, every port unread."""
+        desc = self._names.name(node.guid, node.desc)
+        self.out.switch_up.add((node.guid, desc), 0)
+        for port in range(1, node.ports + 1):
+            self.out.port_up.add((node.guid, str(port), desc), 0)
+
+    def _port(self, labels: tuple[str, str, str], port: int, reading: NodeReading | None) -> None:
+        out, result = self.out, self._result
+        key = (labels[0], port)
+        state = result.states.get(key)
+        if state is not None and state.state_id is not None:
+            out.state.add(labels, state.state_id)
+        if state is not None and state.phys_state_id is not None:
+            out.phys_state.add(labels, state.phys_state_id)
+        link = result.topology.links.get(key)
+        if link is not None:
+            remote = result.topology.nodes.get(link.remote_guid)
+            remote_desc = self._names.name(link.remote_guid, remote.desc if remote else "")
+            out.link_info.add_info((*labels, link.remote_guid, str(link.remote_port), remote_desc))
+            rate = rate_bytes_per_second(link.width, link.speed)
+            if rate is not None:
+                out.rate.add(labels, rate)
+            if link.width is not None:
+                out.width.add(labels, link.width)
+        out.port_up.add(labels, 1 if reading is not None and reading.port_complete(port) else 0)
+        counters = reading.ports.get(port) if reading is not None else None
+        if counters is not None:
+            self._counters(labels, counters)
+
+    def _counters(self, labels: tuple[str, str, str], reading: PortReading) -> None:
+        out = self.out
+        for name, value in reading.counters.items():
+            family = out.counters.get(name)
+            if family is None:
+                continue
+            family.add(labels, value * _MULTIPLIER[name])
+            if name in catalog.IB_32BIT_COUNTERS and name not in reading.wide:
+                out.saturated.add((*labels, name), 1 if value == SATURATED_32 else 0)
+        for vl, value in sorted(reading.vl_wait.items()):
+            if vl < self._vl_count:
+                out.vl_wait.add((*labels, str(vl)), value)

@@ -1,0 +1,117 @@
+"""Plain data shared by the fabric parsers, the sweep and the metric mapping.
+
+GUIDs are strings `0x` + 16 lower-case hex digits (the node side's format), ports are integers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+NodeKind = Literal["switch", "ca", "router"]
+Attribute = Literal["basic", "extended", "vl"]
+PortKey = tuple[str, int]
+
+
+def format_guid(value: int) -> str:
+    """A GUID as the metrics label it: `0x0002c90300a1b2c3`."""
+    return f"0x{value:016x}"
+
+
+@dataclass(frozen=True)
+class FabricNode:
+    """A switch, channel adapter or router found by discovery."""
+
+    guid: str
+    kind: NodeKind
+    desc: str
+    ports: int
+    lid: int | None = None  # a switch's LID (port 0); CAs have one per port
+    port_lids: Mapping[int, int] = field(default_factory=dict)
+    port_guids: Mapping[int, str] = field(default_factory=dict)
+
+    def lid_of(self, port: int) -> int | None:
+        """The LID that reaches `port` (a switch answers for all its ports on its own LID)."""
+        lid = self.lid if self.kind == "switch" else self.port_lids.get(port)
+        return lid or None
+
+
+@dataclass(frozen=True)
+class Link:
+    """What one port is cabled to, with the link's width (lanes) and speed name when printed."""
+
+    remote_guid: str
+    remote_port: int
+    width: int | None = None
+    speed: str | None = None
+
+
+@dataclass(frozen=True)
+class Topology:
+    """The discovered fabric: nodes by GUID and, per cabled port, its link."""
+
+    nodes: Mapping[str, FabricNode] = field(default_factory=dict)
+    links: Mapping[PortKey, Link] = field(default_factory=dict)
+
+    @property
+    def switches(self) -> list[FabricNode]:
+        """The switches, by GUID."""
+        return sorted((n for n in self.nodes.values() if n.kind == "switch"), key=lambda n: n.guid)
+
+    @property
+    def cas(self) -> list[FabricNode]:
+        """The channel adapters, by GUID."""
+        return sorted((n for n in self.nodes.values() if n.kind == "ca"), key=lambda n: n.guid)
+
+
+@dataclass(frozen=True)
+class PortState:
+    """Logical and physical port state ids (IBA PortInfo numbering, as sysfs `state`/`phys_state`)."""
+
+    state_id: int | None
+    phys_state_id: int | None
+
+
+@dataclass
+class PortReading:
+    """Counters read from one port in one sweep.
+
+    `counters` are keyed by the sysfs counter names of `exporter.catalog.IB_COUNTERS` and hold raw
+    values (data counters in 4-byte words); `wide` names the ones that came from a 64-bit attribute.
+    """
+
+    counters: dict[str, int] = field(default_factory=dict)
+    wide: set[str] = field(default_factory=set)
+    vl_wait: dict[int, int] = field(default_factory=dict)
+    attributes: set[Attribute] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class NodeReading:
+    """The outcome of reading one node's counters: whether every command answered, and the values."""
+
+    guid: str
+    up: bool
+    expected: frozenset[Attribute]
+    ports: Mapping[int, PortReading] = field(default_factory=dict)
+    errors: tuple[str, ...] = ()
+
+    def port_complete(self, port: int) -> bool:
+        """True when every expected attribute of `port` was read."""
+        reading = self.ports.get(port)
+        return reading is not None and self.expected <= reading.attributes
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """One complete sweep: topology, port states, counter readings and how the sweep went."""
+
+    topology: Topology
+    states: Mapping[PortKey, PortState]
+    readings: Mapping[str, NodeReading]
+    vanished: Mapping[str, FabricNode]
+    finished_at: float
+    duration_seconds: float
+    skipped_lines: Mapping[str, int] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()

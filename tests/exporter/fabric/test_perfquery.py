@@ -1,0 +1,66 @@
+"""perfquery parsing: basic (-l loop), extended (-x), per-VL, CA ports, garbled lines."""
+
+from __future__ import annotations
+
+from exporter.fabric.perfquery import parse_perfquery
+from tests.exporter.fabric.helpers import data
+
+
+def test_basic_loop_gives_one_block_per_port_with_sysfs_names() -> None:
+    blocks, skipped = parse_perfquery(data("perfquery_switch_basic.txt"))
+    assert skipped == 0
+    assert [(b.attribute, b.lid, b.port) for b in blocks] == [("basic", 3, p) for p in range(7)]
+    port1, port2 = blocks[1].counters, blocks[2].counters
+    assert port1["symbol_error"] == 7
+    assert port2["port_xmit_wait"] == 4294967295
+    assert set(port1) >= {"link_downed", "VL15_dropped", "port_rcv_data", "port_xmit_packets"}
+    assert "CounterSelect" not in port1 and "qp1_dropped" not in port1
+
+
+def test_extended_block_names() -> None:
+    blocks, skipped = parse_perfquery(data("perfquery_switch_extended.txt"))
+    assert skipped == 0
+    assert [b.attribute for b in blocks] == ["extended"] * 7
+    assert blocks[2].counters["port_xmit_data"] == 123456789228  # set 123456789012, + SMP traffic
+    assert set(blocks[2].counters) == {
+        "port_xmit_data",
+        "port_rcv_data",
+        "port_xmit_packets",
+        "port_rcv_packets",
+        "unicast_xmit_packets",
+        "unicast_rcv_packets",
+        "multicast_xmit_packets",
+        "multicast_rcv_packets",
+    }
+
+
+def test_vl_block_and_helper_output_parse_alike() -> None:
+    (perfquery,), skipped = parse_perfquery(data("perfquery_port_vl.txt"))
+    assert skipped == 0
+    helper, skipped = parse_perfquery(data("pma_helper_vl.txt"))
+    assert skipped == 0
+    assert [(b.attribute, b.lid, b.port) for b in helper] == [("vl", 3, 2), ("vl", 3, 3)]
+    assert perfquery.vl_wait == helper[1].vl_wait
+    assert perfquery.vl_wait[3] == 42 and len(perfquery.vl_wait) == 16
+
+
+def test_ca_port_block() -> None:
+    (block,), _ = parse_perfquery(data("perfquery_ca_basic.txt"))
+    assert (block.attribute, block.lid, block.port) == ("basic", 1, 1)
+
+
+def test_garbled_lines_are_skipped_and_counted() -> None:
+    text = data("perfquery_switch_basic.txt")
+    text = text.replace("LinkDownedCounter:...............0", "LinkDownedCounter:...............zz", 1)
+    text = "orphan:....1\n" + text + "\x00\x01 binary junk\n# Port counters: Lid 3 port 9\n"
+    blocks, skipped = parse_perfquery(text)
+    assert skipped == 3  # the orphan field, the bad value, the junk; the empty block is dropped
+    assert len(blocks) == 7
+    assert "link_downed" not in blocks[0].counters and blocks[0].counters["symbol_error"] == 0
+
+
+def test_unknown_attribute_blocks_are_ignored() -> None:
+    text = "# PortXmitDataSL counters: Lid 3 port 1\nPortXmitDataSL0:....5\n" + data("perfquery_port_vl.txt")
+    blocks, skipped = parse_perfquery(text)
+    assert skipped == 0
+    assert [b.attribute for b in blocks] == ["vl"]
