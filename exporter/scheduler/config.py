@@ -27,13 +27,9 @@ import argparse
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import yaml
-
-from exporter.config import LOG_LEVELS, _coerce, _flatten
 from exporter.errors import ConfigError
-from exporter.http_server import parse_listen_address
+from exporter.settings import gather_settings, reporter, validate_web
 
 DEFAULT_LISTEN = ":9472"
 COMMANDS_PER_POLL = 3
@@ -122,46 +118,9 @@ def build_parser(prog: str = "ibpool scheduler-exporter") -> argparse.ArgumentPa
     return p
 
 
-def _read_yaml(path: Path, problems: list[str]) -> dict[str, Any]:
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        problems.append(f"{path}: cannot read: {exc.strerror or exc}")
-        return {}
-    except yaml.YAMLError as exc:
-        problems.append(f"{path}: not valid YAML: {exc}")
-        return {}
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        problems.append(f"{path}: must be a mapping at the top level")
-        return {}
-    values: dict[str, Any] = {}
-    for key, value in _flatten(raw).items():
-        spec = _YAML_KEYS.get(key)
-        if spec is None:
-            problems.append(f"{path}: {key}: unknown key")
-            continue
-        coerced = _coerce(value, spec[1], f"{path}: {key}", problems)
-        if coerced is not None:
-            if isinstance(coerced, Path) and not coerced.is_absolute():
-                coerced = path.parent / coerced
-            values[spec[0]] = coerced
-    return values
-
-
 def _validate(cfg: SchedulerExporterConfig, origin: dict[str, str], problems: list[str]) -> None:
-    def bad(field_name: str, message: str) -> None:
-        problems.append(f"{origin.get(field_name, 'default')}: {field_name}: {message}")
-
-    try:
-        parse_listen_address(cfg.listen_address)
-    except ValueError as exc:
-        bad("listen_address", str(exc))
-    if not cfg.telemetry_path.startswith("/") or cfg.telemetry_path in ("/", "/healthz"):
-        bad("telemetry_path", "must be an absolute path other than / and /healthz")
-    if cfg.web_config_file is not None and not cfg.web_config_file.is_file():
-        bad("web_config_file", f"file not found: {cfg.web_config_file}")
+    bad = reporter(origin, problems)
+    validate_web(cfg, bad)
     if cfg.slurm_bin_dir is not None and not cfg.slurm_bin_dir.is_dir():
         bad("slurm_bin_dir", f"not a directory: {cfg.slurm_bin_dir}")
     if cfg.slurm_conf is not None and not cfg.slurm_conf.is_file():
@@ -181,24 +140,13 @@ def _validate(cfg: SchedulerExporterConfig, origin: dict[str, str], problems: li
         bad("gpus_per_node", "must be between 1 and 1024")
     if not _GRES_NAME.match(cfg.gres_name):
         bad("gres_name", f"not a GRES name: {cfg.gres_name!r}")
-    if cfg.log_level not in LOG_LEVELS:
-        bad("log_level", f"must be one of {', '.join(LOG_LEVELS)}")
 
 
 def load_config(argv: list[str]) -> SchedulerExporterConfig:
     """Parse flags and the optional YAML file into one frozen config; raise ConfigError with all problems."""
     args = build_parser().parse_args(argv)
     problems: list[str] = []
-    values: dict[str, Any] = {}
-    origin: dict[str, str] = {}
-    if args.config_file is not None:
-        values.update(_read_yaml(args.config_file, problems))
-        origin.update(dict.fromkeys(values, str(args.config_file)))
-    for field_name in _FLAG_FIELDS:
-        given = getattr(args, field_name)
-        if given is not None:
-            values[field_name] = given
-            origin[field_name] = "flag"
+    values, origin = gather_settings(args, _YAML_KEYS, _FLAG_FIELDS, problems)
     cfg = SchedulerExporterConfig(**values)
     _validate(cfg, origin, problems)
     if problems:

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import logging
-import signal
-import sys
 import threading
-from types import FrameType
 
 from exporter.app import install_routes
 from exporter.collectors.base import Collector
-from exporter.errors import ConfigError, ExporterError
+from exporter.entry import run_exporter, web_config_of
+from exporter.errors import ExporterError
 from exporter.health import HealthCheck
 from exporter.http_server import MetricsHTTPServer, parse_listen_address
 from exporter.registry import Registry
@@ -19,13 +17,8 @@ from exporter.scheduler.commands import SlurmCommands
 from exporter.scheduler.config import COMMANDS_PER_POLL, SchedulerExporterConfig, load_config
 from exporter.scheduler.poller import SchedulerPoller
 from exporter.scheduler.reader import SlurmReader
-from exporter.web_config import WebConfig, load_web_config
 
 log = logging.getLogger(__name__)
-
-
-def _web_config(cfg: SchedulerExporterConfig) -> WebConfig:
-    return load_web_config(cfg.web_config_file) if cfg.web_config_file else WebConfig()
 
 
 def build_poller(cfg: SchedulerExporterConfig) -> SchedulerPoller:
@@ -40,7 +33,7 @@ class SchedulerExporter:
 
     def __init__(self, cfg: SchedulerExporterConfig) -> None:
         self.cfg = cfg
-        self.web = _web_config(cfg)
+        self.web = web_config_of(cfg)
         self.poller = build_poller(cfg)
         collectors: list[Collector] = [
             SchedulerCollector(self.poller, cfg.max_age_seconds),
@@ -92,27 +85,4 @@ def serve(cfg: SchedulerExporterConfig, stop: threading.Event) -> int:
 
 def main(argv: list[str]) -> int:
     """Entry point of `ibpool scheduler-exporter`; exit 2 on an invalid config, 1 when it cannot start."""
-    from ibpool.cli import configure_logging
-
-    try:
-        cfg = load_config(argv)
-        _web_config(cfg)
-    except ConfigError as exc:
-        print("ibpool scheduler-exporter: invalid configuration:", file=sys.stderr)
-        for problem in exc.problems:
-            print(f"  - {problem}", file=sys.stderr)
-        return 2
-    configure_logging(cfg.log_level)
-    stop = threading.Event()
-
-    def on_signal(signum: int, _: FrameType | None) -> None:
-        log.info("received %s, shutting down", signal.Signals(signum).name)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    try:
-        return serve(cfg, stop)
-    except ExporterError as exc:
-        log.error("%s", exc)
-        return 1
+    return run_exporter("ibpool scheduler-exporter", argv, load_config, serve)
