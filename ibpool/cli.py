@@ -14,7 +14,9 @@ _USAGE = """usage: ibpool <command> [options]
 
 commands:
   exporter             node exporter: GPU (NVML) and IB port metrics; --simulate for a fake node
+  fabric-exporter      IB fabric: every switch port's counters (perfquery), per-VL waits, topology
   scheduler-exporter   Slurm pools: capacity, allocated and pending GPUs, jobs, node states
+  dashboards           generate or check the Grafana dashboards (dashboards/json)
   version              print the version
 
 Run `ibpool <command> --help` for a command's options.
@@ -23,6 +25,18 @@ Run `ibpool <command> --help` for a command's options.
 
 def _exporter(argv: list[str]) -> int:
     from exporter.main import main
+
+    return main(argv)
+
+
+def _fabric_exporter(argv: list[str]) -> int:
+    from exporter.fabric.main import main
+
+    return main(argv)
+
+
+def _dashboards(argv: list[str]) -> int:
+    from dashboards.cli import main
 
     return main(argv)
 
@@ -39,7 +53,9 @@ def _version(_: list[str]) -> int:
 
 
 COMMANDS: dict[str, Main] = {
+    "dashboards": _dashboards,
     "exporter": _exporter,
+    "fabric-exporter": _fabric_exporter,
     "scheduler-exporter": _scheduler_exporter,
     "version": _version,
 }

