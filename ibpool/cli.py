@@ -15,6 +15,7 @@ _USAGE = """usage: ibpool <command> [options]
 commands:
   exporter             node exporter: GPU (NVML) and IB port metrics; --simulate for a fake node
   fabric-exporter      IB fabric: every switch port's counters (perfquery), per-VL waits, topology
+  proposals            submit, list, show, approve, reject and audit change proposals
   scheduler-exporter   Slurm pools: capacity, allocated and pending GPUs, jobs, node states
   dashboards           generate or check the Grafana dashboards (dashboards/json)
   version              print the version
@@ -41,6 +42,12 @@ def _dashboards(argv: list[str]) -> int:
     return main(argv)
 
 
+def _proposals(argv: list[str]) -> int:
+    from proposals.cli import main
+
+    return main(argv)
+
+
 def _scheduler_exporter(argv: list[str]) -> int:
     from exporter.scheduler.main import main
 
@@ -56,6 +63,7 @@ COMMANDS: dict[str, Main] = {
     "dashboards": _dashboards,
     "exporter": _exporter,
     "fabric-exporter": _fabric_exporter,
+    "proposals": _proposals,
     "scheduler-exporter": _scheduler_exporter,
     "version": _version,
 }

@@ -1,0 +1,308 @@
+"""Proposals as frozen data: validation, canonical JSON and the content id."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, cast, get_args
+
+from proposals import targets
+from proposals.errors import ProposalFormatError
+from proposals.timestamps import format_rfc3339, parse_rfc3339
+
+Kind = Literal["move_nodes", "set_vl_weights", "set_port_group"]
+KINDS: tuple[str, ...] = get_args(Kind)
+
+KIND_FAMILIES: Mapping[str, frozenset[str]] = {
+    "move_nodes": frozenset({targets.SLURM_NODES, targets.PARTITION_MEMBERS}),
+    "set_vl_weights": frozenset({targets.VLARB_HIGH, targets.VLARB_LOW, targets.SL2VL}),
+    "set_port_group": frozenset({targets.PORT_GROUP_SL, targets.SL2VL}),
+}
+
+_WINDOW = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
+_POLICY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_FIELDS = ("kind", "changes", "evidence", "expected_effect", "created_at", "expires_at", "policy")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One target's value before (as read from the live system) and after the change."""
+
+    target: str
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Why: the query, its window (a Prometheus duration), the value seen and the threshold crossed."""
+
+    query: str
+    window: str
+    value: float
+    threshold: float
+
+    def __post_init__(self) -> None:
+        # 3 and 3.0 must serialise alike, or the same evidence would give two ids.
+        object.__setattr__(self, "value", float(self.value))
+        object.__setattr__(self, "threshold", float(self.threshold))
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A proposed change with its evidence; any instance is valid (checked on construction)."""
+
+    kind: Kind
+    changes: tuple[Change, ...]
+    evidence: tuple[Evidence, ...]
+    expected_effect: str
+    created_at: datetime
+    expires_at: datetime
+    policy: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "changes", tuple(self.changes))
+        object.__setattr__(self, "evidence", tuple(self.evidence))
+        problems: list[str] = []
+        _check_kind(self.kind, problems)
+        _check_changes(self.kind, [vars(change) for change in self.changes], problems)
+        for index, item in enumerate(self.evidence):
+            _check_evidence(f"evidence[{index}]", vars(item), problems)
+        _check_text("expected_effect", self.expected_effect, problems)
+        _check_policy(self.policy, problems)
+        _check_times(self.created_at, self.expires_at, problems)
+        if problems:
+            raise ProposalFormatError(problems)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data (timestamps as RFC 3339 UTC text)."""
+        return {
+            "kind": self.kind,
+            "changes": [{"target": c.target, "before": c.before, "after": c.after} for c in self.changes],
+            "evidence": [
+                {"query": e.query, "window": e.window, "value": e.value, "threshold": e.threshold}
+                for e in self.evidence
+            ],
+            "expected_effect": self.expected_effect,
+            "created_at": format_rfc3339(self.created_at),
+            "expires_at": format_rfc3339(self.expires_at),
+            "policy": self.policy,
+        }
+
+    def canonical_json(self) -> bytes:
+        """Sorted keys, no spaces, UTF-8: the bytes the id is computed from and the store keeps."""
+        return canonical_bytes(self.to_dict())
+
+    @property
+    def id(self) -> str:
+        """sha256 hex of the canonical JSON."""
+        return hashlib.sha256(self.canonical_json()).hexdigest()
+
+
+def canonical_bytes(data: Any) -> bytes:
+    """Canonical JSON of plain data."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def from_json(text: str | bytes, source: str = "") -> Proposal:
+    """A proposal from JSON text; ProposalFormatError lists every problem, prefixed with `source:`."""
+    problems: list[str] = []
+
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in pairs]
+        for key in sorted({key for key in keys if keys.count(key) > 1}):
+            problems.append(f"{key}: given more than once")
+        return dict(pairs)
+
+    try:
+        raw = json.loads(text, object_pairs_hook=no_duplicates)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ProposalFormatError([_where(source, f"not valid JSON: {exc}")]) from None
+    proposal = _build(raw, problems)
+    if problems or proposal is None:
+        raise ProposalFormatError([_where(source, problem) for problem in problems])
+    return proposal
+
+
+def from_dict(raw: object, source: str = "") -> Proposal:
+    """A proposal from decoded JSON; ProposalFormatError lists every problem with its key."""
+    problems: list[str] = []
+    proposal = _build(raw, problems)
+    if problems or proposal is None:
+        raise ProposalFormatError([_where(source, problem) for problem in problems])
+    return proposal
+
+
+def _where(source: str, problem: str) -> str:
+    return f"{source}: {problem}" if source else problem
+
+
+def _build(raw: object, problems: list[str]) -> Proposal | None:
+    """Check every field of decoded JSON, recording each problem; the proposal when there are none."""
+    if not isinstance(raw, dict):
+        problems.append("a proposal must be a JSON object")
+        return None
+    for key in sorted(set(raw) - set(_FIELDS) - {"id"}):
+        problems.append(f"{key}: unknown key")
+    for key in _FIELDS:
+        if key not in raw:
+            problems.append(f"{key}: missing")
+    kind = raw.get("kind")
+    if "kind" in raw:
+        _check_kind(kind, problems)
+    changes = evidence = None
+    if "changes" in raw:
+        changes = _items("changes", raw["changes"], ("target", "before", "after"), problems, required=True)
+    if changes is not None:
+        _check_changes(kind if kind in KINDS else None, changes, problems)
+    if "evidence" in raw:
+        evidence = _items("evidence", raw["evidence"], ("query", "window", "value", "threshold"), problems)
+    for index, item in enumerate(evidence or []):
+        _check_evidence(f"evidence[{index}]", item, problems)
+    if "expected_effect" in raw:
+        _check_text("expected_effect", raw["expected_effect"], problems)
+    if "policy" in raw:
+        _check_policy(raw["policy"], problems)
+    created = _time("created_at", raw["created_at"], problems) if "created_at" in raw else None
+    expires = _time("expires_at", raw["expires_at"], problems) if "expires_at" in raw else None
+    if created is not None and expires is not None:
+        _check_times(created, expires, problems)
+    if problems or changes is None or evidence is None or created is None or expires is None:
+        return None
+    proposal = Proposal(
+        kind=cast(Kind, kind),
+        changes=tuple(Change(**item) for item in changes),
+        evidence=tuple(Evidence(**item) for item in evidence),
+        expected_effect=cast(str, raw["expected_effect"]),
+        created_at=created,
+        expires_at=expires,
+        policy=cast(str, raw["policy"]),
+    )
+    if "id" in raw and raw["id"] != proposal.id:
+        problems.append(f"id: does not match the content (content id is {proposal.id})")
+        return None
+    return proposal
+
+
+def _items(
+    key: str, raw: object, keys: tuple[str, ...], problems: list[str], required: bool = False
+) -> list[dict[str, Any]] | None:
+    """The objects of a list field, each with its known keys (missing and unknown keys recorded)."""
+    if not isinstance(raw, list) or (required and not raw):
+        problems.append(f"{key}: must be a {'non-empty ' if required else ''}list of objects")
+        return None
+    items: list[dict[str, Any]] = []
+    for index, item in enumerate(raw):
+        where = f"{key}[{index}]"
+        if not isinstance(item, dict):
+            problems.append(f"{where}: must be an object with keys {', '.join(keys)}")
+            continue
+        for name in sorted(set(item) - set(keys)):
+            problems.append(f"{where}.{name}: unknown key")
+        for name in keys:
+            if name not in item:
+                problems.append(f"{where}.{name}: missing")
+        items.append({name: item[name] for name in keys if name in item})
+    return items
+
+
+def _time(key: str, value: object, problems: list[str]) -> datetime | None:
+    if not isinstance(value, str):
+        problems.append(f"{key}: must be an RFC 3339 string, got {value!r}")
+        return None
+    try:
+        return parse_rfc3339(value)
+    except ValueError as exc:
+        problems.append(f"{key}: {exc}")
+        return None
+
+
+def _check_kind(kind: object, problems: list[str]) -> None:
+    if kind not in KINDS:
+        problems.append(f"kind: must be one of {', '.join(KINDS)}, got {kind!r}")
+
+
+def _check_changes(kind: object, changes: list[dict[str, Any]], problems: list[str]) -> None:
+    """Check changes given as field mappings (fields may be missing: they were reported already)."""
+    if not changes:
+        problems.append("changes: must list at least one change")
+    seen: set[str] = set()
+    for index, change in enumerate(changes):
+        where = f"changes[{index}]"
+        values = {key: change[key] for key in ("target", "before", "after") if key in change}
+        for key, value in values.items():
+            if not isinstance(value, str):
+                problems.append(f"{where}.{key}: must be a string, got {value!r}")
+        name = values.get("target")
+        if not isinstance(name, str):
+            continue
+        try:
+            target = targets.parse_target(name)
+        except ValueError as exc:
+            problems.append(f"{where}.target: {exc}")
+            continue
+        if name in seen:
+            problems.append(f"{where}.target: {name} is changed more than once")
+        seen.add(name)
+        if kind in KIND_FAMILIES and target.family not in KIND_FAMILIES[str(kind)]:
+            problems.append(f"{where}.target: a {kind} proposal cannot change {name}")
+        for key in ("before", "after"):
+            value = values.get(key)
+            if isinstance(value, str):
+                try:
+                    targets.check_value(target, value)
+                except ValueError as exc:
+                    problems.append(f"{where}.{key}: {exc}")
+        if "before" in values and values.get("before") == values.get("after"):
+            problems.append(f"{where}.after: equals before (nothing would change)")
+
+
+def _check_evidence(where: str, item: dict[str, Any], problems: list[str]) -> None:
+    """Check one evidence item given as a field mapping (missing fields were reported already)."""
+    _check_text(f"{where}.query", item.get("query", "?"), problems)
+    window = item.get("window", "5m")
+    if not isinstance(window, str) or not _WINDOW.fullmatch(window):
+        problems.append(f"{where}.window: must be a duration like 5m or 1h30m, got {window!r}")
+    for key in ("value", "threshold"):
+        number = item.get(key, 0.0)
+        if not _finite(number):
+            problems.append(f"{where}.{key}: must be a finite number, got {number!r}")
+
+
+def _finite(number: object) -> bool:
+    if isinstance(number, bool) or not isinstance(number, (int, float)):
+        return False
+    try:
+        return math.isfinite(number)
+    except OverflowError:
+        return False
+
+
+def _check_text(key: str, value: object, problems: list[str]) -> None:
+    if not isinstance(value, str) or not value.strip():
+        problems.append(f"{key}: must be a non-empty string, got {value!r}")
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        problems.append(f"{key}: must be valid Unicode text (no lone surrogates)")
+
+
+def _check_policy(value: object, problems: list[str]) -> None:
+    if not isinstance(value, str) or not _POLICY.fullmatch(value):
+        problems.append(
+            f"policy: must be a rule name of letters, digits, '.', '_' or '-' (at most 64), got {value!r}"
+        )
+
+
+def _check_times(created: datetime, expires: datetime, problems: list[str]) -> None:
+    for key, moment in (("created_at", created), ("expires_at", expires)):
+        if moment.tzinfo is None:
+            problems.append(f"{key}: must be timezone-aware")
+    if created.tzinfo is not None and expires.tzinfo is not None and expires <= created:
+        problems.append("expires_at: must be after created_at")

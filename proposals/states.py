@@ -1,0 +1,57 @@
+"""The proposal lifecycle: states and the transitions allowed between them (ARCHITECTURE §4).
+
+    pending  -> approved | rejected | expired
+    approved -> applying | expired
+    applying -> applied | failed
+    failed   -> rolled_back
+
+`applying -> rolled_back` is deliberately not allowed: §4 puts `rolled_back` after `failed`, so an apply that
+is abandoned (a verify mismatch, or recovery after a crash that found the proposal in `applying`) first
+records `failed` with the reason, then `rolled_back` once the previous state is restored. A proposal found in
+`applying` on start-up is an interrupted apply: recovery must complete it (`applied`) or fail and roll it
+back. `failed` stays `failed` when the rollback itself fails; an operator takes over from the step records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from proposals.errors import IllegalTransitionError
+
+PENDING = "pending"
+APPROVED = "approved"
+REJECTED = "rejected"
+EXPIRED = "expired"
+APPLYING = "applying"
+APPLIED = "applied"
+FAILED = "failed"
+ROLLED_BACK = "rolled_back"
+
+STATES: tuple[str, ...] = (PENDING, APPROVED, REJECTED, EXPIRED, APPLYING, APPLIED, FAILED, ROLLED_BACK)
+
+TRANSITIONS: Mapping[str, frozenset[str]] = {
+    PENDING: frozenset({APPROVED, REJECTED, EXPIRED}),
+    APPROVED: frozenset({APPLYING, EXPIRED}),
+    APPLYING: frozenset({APPLIED, FAILED}),
+    FAILED: frozenset({ROLLED_BACK}),
+    REJECTED: frozenset(),
+    EXPIRED: frozenset(),
+    APPLIED: frozenset(),
+    ROLLED_BACK: frozenset(),
+}
+
+TERMINAL: frozenset[str] = frozenset(state for state, nexts in TRANSITIONS.items() if not nexts)
+EXPIRABLE: frozenset[str] = frozenset(state for state, nexts in TRANSITIONS.items() if EXPIRED in nexts)
+IN_FLIGHT: frozenset[str] = frozenset({APPLYING})
+
+
+def check_transition(proposal_id: str, current: str, target: str) -> None:
+    """Raise IllegalTransitionError unless `current -> target` is allowed."""
+    if target not in TRANSITIONS:
+        raise IllegalTransitionError(f"unknown state {target!r}; states are {', '.join(STATES)}")
+    allowed = TRANSITIONS[current]
+    if target not in allowed:
+        options = ", ".join(sorted(allowed)) if allowed else "none: it is final"
+        raise IllegalTransitionError(
+            f"proposal {proposal_id[:12]} is {current}; cannot move it to {target} (allowed: {options})"
+        )
