@@ -16,6 +16,7 @@ commands:
   exporter             node exporter: GPU (NVML) and IB port metrics; --simulate for a fake node
   fabric-exporter      IB fabric: every switch port's counters (perfquery), per-VL waits, topology
   proposals            submit, list, show, approve, reject and audit change proposals
+  simulate             a simulated cluster behind the real exporters, on one port
   scheduler-exporter   Slurm pools: capacity, allocated and pending GPUs, jobs, node states
   dashboards           generate or check the Grafana dashboards (dashboards/json)
   version              print the version
@@ -48,6 +49,12 @@ def _proposals(argv: list[str]) -> int:
     return main(argv)
 
 
+def _simulate(argv: list[str]) -> int:
+    from simulator.serve.main import main
+
+    return main(argv)
+
+
 def _scheduler_exporter(argv: list[str]) -> int:
     from exporter.scheduler.main import main
 
@@ -65,6 +72,7 @@ COMMANDS: dict[str, Main] = {
     "fabric-exporter": _fabric_exporter,
     "proposals": _proposals,
     "scheduler-exporter": _scheduler_exporter,
+    "simulate": _simulate,
     "version": _version,
 }
 

@@ -11,14 +11,22 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from exporter.exposition import MetricFamily
 from exporter.fabric.model import SweepResult
-from exporter.fabric.sweep import Sweeper
 
 log = logging.getLogger(__name__)
 
 Builder = Callable[[SweepResult], list[MetricFamily]]
+
+
+class SweepSource(Protocol):
+    """What the background loop sweeps: the real `Sweeper`, or a simulated fabric (simulator.serve)."""
+
+    def sweep(self) -> SweepResult:
+        """One complete sweep."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -35,7 +43,7 @@ class BackgroundSweeper:
 
     def __init__(
         self,
-        sweeper: Sweeper,
+        sweeper: SweepSource,
         interval_seconds: float,
         build: Builder,
         max_age_seconds: float,

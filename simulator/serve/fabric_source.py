@@ -1,0 +1,198 @@
+"""The model's fabric as the fabric exporter's `SweepResult`, so its real `build_families` maps it.
+
+What a sweep of the real fabric would find, built from `FabricView` instead of diagnostics:
+
+- Topology (`ibnetdiscover`): every switch with its ports, and every HCA whose link is up (discovery
+  cannot reach an HCA over a down cable); a link per cabled port whose link is up, with the width and
+  speed that give the model's link rate (`4xNDR` for 50 GB/s), so a down link drops out of `link_info`.
+- Port states (`iblinkinfo`): the view's logical and physical state of every port of those nodes.
+- Counters (`perfquery -l`, `perfquery -x -l`, per-VL waits): as the real sweep merges them, the 64-bit
+  PortCountersExtended values (data, packets, unicast, multicast) win and mark themselves `wide`; the
+  rest come from 32-bit PortCounters, so `port_xmit_wait` is the saturating 32-bit value and gets its
+  saturation flag. Per-VL waits cover the model's VLs (0-7).
+- A switch marked not answering (`set_answering`) is read as down: no port readings, an error noted.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import replace
+
+from exporter.fabric.model import (
+    Attribute,
+    FabricNode,
+    Link,
+    NodeReading,
+    PortKey,
+    PortReading,
+    PortState,
+    SweepResult,
+    Topology,
+    format_guid,
+)
+from exporter.fabric.rates import LANE_GBPS, rate_bytes_per_second
+from simulator.cluster.views import FabricView, PortView
+from simulator.serve.errors import RequestError
+
+MAX_32 = (1 << 32) - 1
+EXPECTED: frozenset[Attribute] = frozenset({"basic", "extended", "vl"})
+# PortCounters fields (perfquery, no -x), by sysfs name; the data and packet ones are 32-bit there.
+BASIC = (
+    "symbol_error",
+    "link_error_recovery",
+    "link_downed",
+    "port_rcv_errors",
+    "port_rcv_remote_physical_errors",
+    "port_rcv_switch_relay_errors",
+    "port_xmit_discards",
+    "port_xmit_constraint_errors",
+    "port_rcv_constraint_errors",
+    "local_link_integrity_errors",
+    "excessive_buffer_overrun_errors",
+    "VL15_dropped",
+    "port_xmit_data",
+    "port_rcv_data",
+    "port_xmit_packets",
+    "port_rcv_packets",
+    "port_xmit_wait",
+)
+# PortCountersExtended fields (perfquery -x): 64-bit, no PortXmitWait.
+EXTENDED = (
+    "port_xmit_data",
+    "port_rcv_data",
+    "port_xmit_packets",
+    "port_rcv_packets",
+    "unicast_xmit_packets",
+    "unicast_rcv_packets",
+    "multicast_xmit_packets",
+    "multicast_rcv_packets",
+)
+_WIDTHS = (4, 1, 2, 8, 12)
+ACTIVE = 4
+
+
+def link_width_speed(rate: float) -> tuple[int | None, str | None]:
+    """The (lanes, speed name) whose signalling rate is `rate` bytes/s, or (None, None)."""
+    for width in _WIDTHS:
+        for speed in LANE_GBPS:
+            if rate_bytes_per_second(width, speed) == round(rate):
+                return width, speed
+    return None, None
+
+
+def port_reading(port: PortView) -> PortReading:
+    """One port's counters as the real sweep merges basic, extended and per-VL reads."""
+    counters = {name: min(port.counters.get(name, 0), MAX_32) for name in BASIC}
+    counters.update({name: port.counters.get(name, 0) for name in EXTENDED})
+    return PortReading(
+        counters=counters,
+        wide=set(EXTENDED),
+        vl_wait=dict(enumerate(port.vl_xmit_wait)),
+        attributes=set(EXPECTED),
+    )
+
+
+def _nodes(view: FabricView, ports: dict[int, list[PortView]]) -> dict[str, FabricNode]:
+    """Switches (LIDs 1..) and reachable HCAs (LIDs after them), by formatted GUID."""
+    nodes: dict[str, FabricNode] = {}
+    lid = 0
+    for guid, desc in view.switches:
+        lid += 1
+        count = max((p.port for p in ports.get(guid, [])), default=0)
+        nodes[format_guid(guid)] = FabricNode(format_guid(guid), "switch", desc, count, lid)
+    for guid, own in ports.items():
+        if own[0].kind != "hca" or not any(p.state_id == ACTIVE for p in own):
+            continue
+        lids = {p.port: lid + i + 1 for i, p in enumerate(own)}
+        lid += len(own)
+        port_guids = {p.port: format_guid(guid + p.port - 1) for p in own}
+        text = format_guid(guid)
+        nodes[text] = FabricNode(text, "ca", own[0].node_desc, len(own), None, lids, port_guids)
+    return nodes
+
+
+def sweep_result(
+    view: FabricView,
+    *,
+    hca_ports: bool = False,
+    unreachable: Collection[str] = (),
+    finished_at: float | None = None,
+    duration_seconds: float = 0.0,
+) -> SweepResult:
+    """The SweepResult a real sweep of this fabric would produce (see the module docstring)."""
+    ports: dict[int, list[PortView]] = {}
+    for port in view.ports:
+        ports.setdefault(port.node_guid, []).append(port)
+    nodes = _nodes(view, ports)
+    width, speed = link_width_speed(view.ports[0].rate_bytes_per_second) if view.ports else (None, None)
+    links: dict[PortKey, Link] = {}
+    states: dict[PortKey, PortState] = {}
+    readings: dict[str, NodeReading] = {}
+    for node in nodes.values():
+        own = ports.get(int(node.guid, 16), [])
+        for port in own:
+            key = (node.guid, port.port)
+            states[key] = PortState(port.state_id, port.physical_state_id)
+            if port.state_id == ACTIVE and port.remote_guid is not None and port.remote_port is not None:
+                links[key] = Link(format_guid(port.remote_guid), port.remote_port, width, speed)
+        if node.kind == "switch" or hca_ports:
+            readings[node.guid] = _reading(node.guid, own, node.guid in unreachable)
+    return SweepResult(
+        topology=Topology(nodes, links),
+        states=states,
+        readings=readings,
+        vanished={},
+        finished_at=time.time() if finished_at is None else finished_at,
+        duration_seconds=duration_seconds,
+    )
+
+
+def _reading(guid: str, ports: Iterable[PortView], silent: bool) -> NodeReading:
+    if silent:
+        return NodeReading(guid, False, EXPECTED, {}, ("no answer (simulated: management agent down)",))
+    return NodeReading(guid, True, EXPECTED, {p.port: port_reading(p) for p in ports})
+
+
+class SimulatedFabric:
+    """A sweep source for `BackgroundSweeper`: each sweep reads the model's fabric view afresh."""
+
+    def __init__(
+        self,
+        read_view: Callable[[], FabricView],
+        hca_ports: bool = False,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._read_view = read_view
+        self._hca_ports = hca_ports
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._unreachable: set[str] = set()
+        self._switches: dict[str, str] = {}
+
+    def sweep(self) -> SweepResult:
+        """One sweep of the model as it is now."""
+        started = time.perf_counter()
+        view = self._read_view()
+        with self._lock:
+            self._switches = {desc: format_guid(guid) for guid, desc in view.switches}
+            silent = set(self._unreachable)
+        result = sweep_result(view, hca_ports=self._hca_ports, unreachable=silent, finished_at=self._clock())
+        return replace(result, duration_seconds=time.perf_counter() - started)
+
+    def set_answering(self, switch: str, answering: bool) -> str:
+        """Make a switch (node description or GUID) stop or start answering; returns its GUID."""
+        if not self._switches:
+            self._switches = {desc: format_guid(guid) for guid, desc in self._read_view().switches}
+        with self._lock:
+            guid = self._switches.get(switch)
+            if guid is None and switch in self._switches.values():
+                guid = switch
+            if guid is None:
+                raise RequestError(f"unknown switch {switch!r}")
+            if answering:
+                self._unreachable.discard(guid)
+            else:
+                self._unreachable.add(guid)
+            return guid
