@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 MAX_EXPANDED = 1_000_000
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 _TASK_RANGE = re.compile(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$")
+_TRAILING_DIGITS = re.compile(r"^(.*?)(\d+)$")
+_NOT_IN_NAME = re.compile(r"[\[\],\s]")
 
 
 def split_top_level(text: str, open_char: str = "[", close_char: str = "]") -> list[str]:
@@ -72,6 +75,49 @@ def expand_hostlist(text: str) -> list[str]:
         if len(names) > MAX_EXPANDED:
             raise ValueError(f"host list {text[:40]!r}... expands to too many names")
     return names
+
+
+def _ranges(numbers: list[int], width: int) -> list[tuple[int, str]]:
+    """Consecutive runs of sorted `numbers` as (first, "a-b" or "a"), zero-padded to `width`."""
+    runs: list[tuple[int, str]] = []
+    start = previous = numbers[0]
+    for number in [*numbers[1:], None]:
+        if number is not None and number == previous + 1:
+            previous = number
+            continue
+        low, high = str(start).zfill(width), str(previous).zfill(width)
+        runs.append((start, low if start == previous else f"{low}-{high}"))
+        if number is not None:
+            start = previous = number
+    return runs
+
+
+def compress_hostlist(names: Iterable[str]) -> str:
+    """node1,node2,node3,node7,gpu01 -> gpu01,node[1-3,7]; `expand_hostlist` gives the names back.
+
+    Duplicates are dropped. Digits with a leading zero keep their width (node[08-09,10]); names without
+    trailing digits are written as they are. ValueError for a name with brackets, commas or spaces.
+    """
+    plain: set[str] = set()
+    # prefix -> zero-padded width (0: not padded) -> numbers
+    groups: dict[str, dict[int, set[int]]] = {}
+    for name in names:
+        if not name or _NOT_IN_NAME.search(name):
+            raise ValueError(f"{name!r} is not a host name")
+        match = _TRAILING_DIGITS.match(name)
+        if match is None:
+            plain.add(name)
+            continue
+        prefix, digits = match.groups()
+        width = len(digits) if digits.startswith("0") and len(digits) > 1 else 0
+        groups.setdefault(prefix, {}).setdefault(width, set()).add(int(digits))
+    items = sorted(plain)
+    for prefix, by_width in sorted(groups.items()):
+        runs = sorted(run for width, numbers in by_width.items() for run in _ranges(sorted(numbers), width))
+        texts = [text for _, text in runs]
+        single = len(texts) == 1 and "-" not in texts[0]
+        items.append(f"{prefix}{texts[0]}" if single else f"{prefix}[{','.join(texts)}]")
+    return ",".join(items)
 
 
 def count_array_tasks(text: str) -> int:

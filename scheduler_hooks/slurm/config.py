@@ -1,0 +1,95 @@
+"""The Slurm adapter's settings: one frozen object, every fault reported at once."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from scheduler_hooks.errors import HookConfigError
+
+_PATHS = ("slurm_conf", "bin_dir")
+_FLAGS = ("persist", "allow_empty_partitions")
+_SECONDS = ("poll_interval_seconds", "drain_deadline_seconds", "command_timeout_seconds")
+
+
+@dataclass(frozen=True)
+class SlurmConfig:
+    """Where Slurm is, whether slurm.conf is kept in step, and how long to wait for what.
+
+    `slurm_conf` is exported as SLURM_CONF to every command and is the file `persist` rewrites (the
+    previous version is kept beside it with `backup_suffix`). `bin_dir` holds scontrol, sinfo and squeue
+    (None: PATH). Running jobs on a drained node get `drain_deadline_seconds` to end, polled every
+    `poll_interval_seconds`; every command is killed after `command_timeout_seconds`.
+    """
+
+    slurm_conf: Path
+    bin_dir: Path | None = None
+    persist: bool = False
+    backup_suffix: str = ".ibpool-prev"
+    poll_interval_seconds: float = 1.0
+    drain_deadline_seconds: float = 3600.0
+    command_timeout_seconds: float = 30.0
+    allow_empty_partitions: bool = False
+
+    def __post_init__(self) -> None:
+        problems = _problems(self)
+        if problems:
+            raise HookConfigError(problems)
+
+    @property
+    def backup_path(self) -> Path:
+        """Where the previous slurm.conf is kept."""
+        return self.slurm_conf.with_name(self.slurm_conf.name + self.backup_suffix)
+
+    @classmethod
+    def from_mapping(cls, raw: object, where: str = "slurm") -> SlurmConfig:
+        """Build from a decoded YAML mapping; HookConfigError names every bad key as `where.key`."""
+        if not isinstance(raw, Mapping):
+            raise HookConfigError([f"{where}: must be a mapping"])
+        known = {field.name for field in fields(cls)}
+        problems = [f"{where}.{key}: unknown key" for key in sorted(set(map(str, raw)) - known)]
+        if "slurm_conf" not in raw:
+            problems.append(f"{where}.slurm_conf: missing")
+        values: dict[str, object] = {}
+        for key, value in raw.items():
+            if key not in known:
+                continue
+            if key in _PATHS:
+                if value is None and key == "bin_dir":
+                    values[key] = None
+                elif isinstance(value, str) and value:
+                    values[key] = Path(value)
+                else:
+                    problems.append(f"{where}.{key}: must be a path, got {value!r}")
+            elif key in _FLAGS and not isinstance(value, bool):
+                problems.append(f"{where}.{key}: must be true or false, got {value!r}")
+            elif key in _SECONDS and (isinstance(value, bool) or not isinstance(value, int | float)):
+                problems.append(f"{where}.{key}: must be a number of seconds, got {value!r}")
+            else:
+                values[key] = value
+        if problems:
+            raise HookConfigError(problems)
+        try:
+            return cls(**values)  # type: ignore[arg-type]
+        except HookConfigError as exc:
+            raise HookConfigError([f"{where}.{problem}" for problem in exc.problems]) from None
+
+
+def _problems(config: SlurmConfig) -> list[str]:
+    problems: list[str] = []
+    if not str(config.slurm_conf) or not config.slurm_conf.is_absolute():
+        problems.append(f"slurm_conf: must be an absolute path, got {str(config.slurm_conf)!r}")
+    if config.bin_dir is not None and not config.bin_dir.is_absolute():
+        problems.append(f"bin_dir: must be an absolute path, got {str(config.bin_dir)!r}")
+    if not config.backup_suffix or "/" in config.backup_suffix:
+        problems.append(f"backup_suffix: must be a non-empty file-name suffix, got {config.backup_suffix!r}")
+    for key in _SECONDS:
+        value = getattr(config, key)
+        if key == "drain_deadline_seconds":
+            if not math.isfinite(value) or value < 0:
+                problems.append(f"{key}: must be a number of seconds >= 0 (0: do not wait), got {value!r}")
+        elif not math.isfinite(value) or value <= 0:
+            problems.append(f"{key}: must be a positive number of seconds, got {value!r}")
+    return problems
