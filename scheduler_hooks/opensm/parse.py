@@ -1,0 +1,165 @@
+"""Parsers for what smpquery, saquery and ibnetdiscover print (infiniband-diags 44)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_VLARB_HEAD = re.compile(r"LowCap\s+(\d+)\s+HighCap\s+(\d+)")
+_CELLS = re.compile(r"\|\s*([^|]*?)\s*(?=\|)")
+_SL2VL_ROW = re.compile(r"^ports:\s*in\s+(\d+),\s*out\s+(\d+):\s*(\|.*\|)\s*$")
+_PKEY_ROW = re.compile(r"^\s*\d+:\s+((?:0x[0-9a-fA-F]{4}\s*)+)$")
+_PR_FIELD = re.compile(r"^\s*(\w+)\.{2,}(\S+)\s*$")
+_PORT_LINE = re.compile(
+    r"^(CA|SW|RT)\s+(\d+)\s+(\d+)\s+(0x[0-9a-fA-F]+)\s+(.*?)\s*"
+    r"(?:-\s+(?:CA|SW|RT)\s+\d+\s+\d+\s+0x[0-9a-fA-F]+\s+\(\s*'(.*)'\s+-\s+'.*'\s*\)|'(.*)')\s*$"
+)
+
+
+class ParseError(ValueError):
+    """A diagnostic printed something these parsers do not understand."""
+
+
+@dataclass(frozen=True)
+class VlarbTables:
+    """Both VL arbitration tables of one port, entries in table order, and the port's capacities."""
+
+    low: tuple[tuple[int, int], ...]
+    high: tuple[tuple[int, int], ...]
+    low_cap: int
+    high_cap: int
+
+
+def _cells(line: str) -> list[str]:
+    return [c for c in _CELLS.findall(line[line.index("|") :] + "|") if c != ""]
+
+
+def parse_vlarb(text: str) -> VlarbTables:
+    """`smpquery vlarb LID PORT`: weights are printed as upper-case hex (`0xC8`)."""
+    head = _VLARB_HEAD.search(text)
+    if head is None:
+        raise ParseError("no 'LowCap N HighCap N' header in smpquery vlarb output")
+    tables: dict[str, list[tuple[int, int]]] = {"low": [], "high": []}
+    current: str | None = None
+    vls: list[int] = []
+    for line in text.splitlines():
+        lower = line.lower()
+        if lower.startswith("#") and "low priority" in lower:
+            current = "low"
+        elif lower.startswith("#") and "high priority" in lower:
+            current = "high"
+        elif line.startswith("VL") and current is not None:
+            vls = [int(c, 16) for c in _cells(line)]
+        elif line.startswith("WEIGHT") and current is not None:
+            weights = [int(c, 16) for c in _cells(line)]
+            if len(weights) != len(vls):
+                raise ParseError(f"{len(vls)} VLs but {len(weights)} weights in the {current} table")
+            tables[current].extend(zip(vls, weights, strict=True))
+            vls = []
+    return VlarbTables(tuple(tables["low"]), tuple(tables["high"]), int(head.group(1)), int(head.group(2)))
+
+
+def parse_sl2vl(text: str) -> list[tuple[int, int, tuple[int, ...]]]:
+    """`smpquery sl2vl LID PORT`: (in port, out port, VL for SL 0..15) per row."""
+    rows: list[tuple[int, int, tuple[int, ...]]] = []
+    for line in text.splitlines():
+        match = _SL2VL_ROW.match(line.strip())
+        if match:
+            vls = tuple(int(c) for c in _cells(match.group(3)))
+            if len(vls) != 16:
+                raise ParseError(f"SL2VL row with {len(vls)} entries: {line.strip()!r}")
+            rows.append((int(match.group(1)), int(match.group(2)), vls))
+    if not rows:
+        raise ParseError("no 'ports: in N, out N:' rows in smpquery sl2vl output")
+    return rows
+
+
+def parse_pkeys(text: str) -> list[int]:
+    """`smpquery pkeys LID PORT`: the non-zero P_Keys in table order (bit 15 = full membership)."""
+    keys: list[int] = []
+    rows = 0
+    for line in text.splitlines():
+        match = _PKEY_ROW.match(line)
+        if match:
+            rows += 1
+            keys.extend(k for k in (int(v, 16) for v in match.group(1).split()) if k & 0x7FFF)
+    if not rows:
+        raise ParseError("no P_Key rows in smpquery pkeys output")
+    return keys
+
+
+@dataclass(frozen=True)
+class PathRecord:
+    """The fields of a PathRecord the adapter checks."""
+
+    slid: int
+    dlid: int
+    sl: int
+    pkey: int
+
+
+def parse_path_records(text: str) -> list[PathRecord]:
+    """`saquery -p`: every `PathRecord dump:` block (none when there is no path)."""
+    records: list[PathRecord] = []
+    fields: dict[str, str] = {}
+
+    def flush() -> None:
+        if fields:
+            try:
+                records.append(
+                    PathRecord(
+                        int(fields["slid"], 0),
+                        int(fields["dlid"], 0),
+                        int(fields["sl"], 0),
+                        int(fields["pkey"], 0),
+                    )
+                )
+            except (KeyError, ValueError) as exc:
+                raise ParseError(f"incomplete PathRecord: {exc}") from exc
+            fields.clear()
+
+    for line in text.splitlines():
+        if line.strip().startswith("PathRecord dump"):
+            flush()
+            continue
+        match = _PR_FIELD.match(line)
+        if match:
+            fields[match.group(1)] = match.group(2)
+    flush()
+    return records
+
+
+@dataclass(frozen=True)
+class PortInfo:
+    """One port from `ibnetdiscover -p`."""
+
+    kind: str
+    lid: int
+    port: int
+    guid: str
+    description: str
+    linked: bool
+
+
+def parse_ports_report(text: str) -> list[PortInfo]:
+    """`ibnetdiscover -p`: CA lines carry the port GUID, switch lines the switch's GUID."""
+    ports: list[PortInfo] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        match = _PORT_LINE.match(line.strip())
+        if match is None:
+            raise ParseError(f"cannot read ibnetdiscover -p line {line.strip()[:100]!r}")
+        linked = match.group(6) is not None
+        description = match.group(6) if linked else match.group(7)
+        ports.append(
+            PortInfo(
+                match.group(1),
+                int(match.group(2)),
+                int(match.group(3)),
+                f"0x{int(match.group(4), 16):016x}",
+                description or "",
+                linked,
+            )
+        )
+    return ports
