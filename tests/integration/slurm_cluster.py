@@ -10,6 +10,7 @@ list"), and the node then registers as INVAL ("gres/gpu count reported lower tha
 a symlink to /dev/null under the cluster's directory; `Gres=gpu:N` then registers and schedules normally.
 
     cluster = SlurmCluster(tmp, nodes=8, partitions={"training": ["node1", ...], ...}, gpus_per_node=8)
+    # or name the nodes: SlurmCluster(tmp, node_names=["node0001", ...], partitions=...)
     cluster.start()
     job = cluster.submit("training", nodes=2, gpus_per_node=8)
     cluster.wait_job_state(job, "RUNNING")
@@ -121,11 +122,19 @@ class SlurmCluster:
         cpus_per_node: int = 8,
         scheduler_parameters: str = "batch_sched_delay=0",
         extra_conf: Sequence[str] = (),
+        node_names: Sequence[str] | None = None,
     ) -> None:
+        if node_names is not None:
+            nodes = len(node_names)
+            bad = [n for n in node_names if not _NAME.match(n)]
+            if bad or len(set(node_names)) != nodes:
+                raise ValueError(f"node names must be unique words: {bad or list(node_names)}")
         if not 1 <= nodes <= 64:
             raise ValueError("nodes must be between 1 and 64")
         self.root = Path(root).resolve()
-        self.node_names = [f"node{i}" for i in range(1, nodes + 1)]
+        self.node_names = (
+            list(node_names) if node_names is not None else [f"node{i}" for i in range(1, nodes + 1)]
+        )
         self.partitions = {
             name: list(members) for name, members in (partitions or {"debug": self.node_names}).items()
         }
