@@ -18,6 +18,7 @@ commands:
   proposals            submit, list, show, approve, reject and audit change proposals
   simulate             a simulated cluster behind the real exporters, on one port
   scheduler-exporter   Slurm pools: capacity, allocated and pending GPUs, jobs, node states
+  backtest             replay a per-pool minute trace: static vs rebalancing policy vs hindsight oracle
   dashboards           generate or check the Grafana dashboards (dashboards/json)
   version              print the version
 
@@ -33,6 +34,12 @@ def _exporter(argv: list[str]) -> int:
 
 def _fabric_exporter(argv: list[str]) -> int:
     from exporter.fabric.main import main
+
+    return main(argv)
+
+
+def _backtest(argv: list[str]) -> int:
+    from recommender.backtest.cli import main
 
     return main(argv)
 
@@ -67,6 +74,7 @@ def _version(_: list[str]) -> int:
 
 
 COMMANDS: dict[str, Main] = {
+    "backtest": _backtest,
     "dashboards": _dashboards,
     "exporter": _exporter,
     "fabric-exporter": _fabric_exporter,

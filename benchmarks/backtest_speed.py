@@ -1,0 +1,84 @@
+"""Backtest speed: a 31-day, 16-pool `ibpool backtest` (static, policy and oracle), end to end.
+
+The 31 days are synthesized from the shared 10-day trace: its first 9 days (May 10 has no jobs at all)
+are repeated back to back (9 + 9 + 9 + 4 days) with timestamps continuing minute by minute, written as a
+gzip CSV in a temporary folder. The figure covers reading that file, the three strategies and writing
+the JSON report, as `ibpool backtest --trace FILE --json OUT` does.
+
+    .venv/bin/python -m benchmarks.backtest_speed [--trace PATH] [--days 31] [--repeat 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import json
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from recommender.backtest import cli
+from recommender.backtest.trace import Trace, load_trace
+
+DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "helios-earth-may01-10.csv.gz"
+SOURCE_DAYS = 9
+
+
+def synthesize(trace: Trace, days: int, out: Path) -> None:
+    """Write `days` days made of the trace's first SOURCE_DAYS days repeated."""
+    per_day = round(1440 / trace.step_min)
+    period = min(trace.steps, SOURCE_DAYS * per_day)
+    with gzip.open(out, "wt", newline="", compresslevel=1) as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["time", "pool", "total_gpus", "running_gpus", "pending_gpus"])
+        for step in range(days * per_day):
+            src = step % period
+            stamp = (trace.start + timedelta(minutes=step * trace.step_min)).strftime("%Y-%m-%d %H:%M:%S")
+            for p, pool in enumerate(trace.pools):
+                writer.writerow(
+                    [stamp, pool, trace.capacity[p][src], trace.running[p][src], trace.pending[p][src]]
+                )
+
+
+def main(argv: list[str]) -> int:
+    """Synthesize the trace, time the backtest, print the figures."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
+    parser.add_argument("--days", type=int, default=31)
+    parser.add_argument("--repeat", type=int, default=1, help="timed runs (the best is reported too)")
+    args = parser.parse_args(argv)
+    source = load_trace(args.trace)
+    with tempfile.TemporaryDirectory() as tmp:
+        synthetic, report = Path(tmp) / "synthetic.csv.gz", Path(tmp) / "report.json"
+        synthesize(source, args.days, synthetic)
+        walls = []
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            code = cli.main(["--trace", str(synthetic), "--json", str(report), "--quiet"])
+            walls.append(time.perf_counter() - start)
+            if code != 0:
+                print(f"backtest failed with exit code {code}", file=sys.stderr)
+                return code
+        figures = json.loads(report.read_text(encoding="utf-8"))
+    meta = figures["meta"]
+    print(
+        f"backtest {meta['eval_days']:.0f} days x {meta['pools']} pools, 3 strategies: "
+        f"{walls[-1]:.1f} s wall (best of {len(walls)}: {min(walls):.1f} s; target < 60 s)"
+    )
+    for name in ("policy", "static", "oracle"):
+        row = figures[name]
+        print(
+            f"  {name:<7} coverage {row['coverage']:.3f}  moves/pool/day {row['moves_per_pool_day']:.3f}  "
+            f"reversals {row['reversals_within_60min']}  "
+            f"worst p95 wait ratio {row['worst_pool_p95_wait_ratio_vs_static']:.3f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,1 @@
+"""Recommender: signals, policies that propose changes, proposals, and the backtest."""

@@ -1,0 +1,1 @@
+"""Backtest: replay a per-pool minute trace through a capacity model under several strategies."""

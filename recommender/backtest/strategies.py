@@ -1,0 +1,108 @@
+"""The `static` and `policy` strategies: the policy sees only the model's past, through trailing windows."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from recommender.backtest.engine import Observation, Prepared
+from recommender.backtest.model import CapacityModel, ModelParams, NodeMove
+from recommender.backtest.windows import SlidingMin, trailing_max
+from recommender.policies.rebalance import (
+    LEND,
+    ClusterView,
+    Loan,
+    PoolSnapshot,
+    RebalanceParams,
+    RebalancePolicy,
+)
+
+
+class StaticStrategy:
+    """Every pool keeps its own nodes."""
+
+    name = "static"
+
+    def decide(self, step: int, obs: Observation) -> Sequence[NodeMove]:
+        """Never moves anything."""
+        return ()
+
+
+def window_steps(minutes: float, step_min: float) -> int:
+    """Steps covering `minutes` (at least one)."""
+    return max(1, math.ceil(minutes / step_min - 1e-9))
+
+
+class PolicyStrategy:
+    """Feeds the rebalancing policy the signals a live recommender would read, minute by minute."""
+
+    name = "policy"
+
+    def __init__(self, prepared: Prepared, params: RebalanceParams, model_params: ModelParams) -> None:
+        trace = prepared.trace
+        self.names = trace.pools
+        self.index = {name: i for i, name in enumerate(self.names)}
+        self.g = model_params.gpus_per_node
+        self.dt = trace.step_min
+        self.capacity = trace.capacity
+        self.policy = RebalancePolicy(params)
+        reserve = window_steps(params.reserve_window_min, self.dt)
+        self.peak = [trailing_max(series, reserve) for series in prepared.demand]
+        persistence = window_steps(params.persistence_min, self.dt)
+        self.pending_min = [SlidingMin(persistence) for _ in self.names]
+        self.last_lend: dict[str, float] = {}
+        self.recent_lends: list[tuple[float, int]] = []
+        self.budget_window = params.lend_budget_window_min
+
+    def _loans(self, model: CapacityModel) -> tuple[Loan, ...]:
+        names = self.names
+        loans = [
+            Loan(names[home], names[holder], nodes)
+            for home, row in enumerate(model.held)
+            for holder, nodes in enumerate(row)
+            if nodes > 0
+        ]
+        loans.extend(Loan(names[t.home], names[t.dst], t.nodes, in_transit=True) for t in model.transit)
+        return tuple(loans)
+
+    def view(self, step: int, obs: Observation) -> ClusterView:
+        """The ClusterView at a step (updates the trailing windows; call once per step)."""
+        model, g, names = obs.model, self.g, self.names
+        lent = bool(model.transit) or any(map(any, model.held))
+        movable = model.movable_all() if lent else model.home_nodes
+        snapshots = []
+        for p, name in enumerate(names):
+            unmet = obs.unmet[p]
+            k, a = obs.capacity[p], obs.allocated[p]
+            snapshots.append(
+                PoolSnapshot(
+                    name=name,
+                    home_gpus=self.capacity[p][step],
+                    capacity_gpus=k,
+                    allocated_gpus=a,
+                    pending_gpus=unmet,
+                    idle_nodes=min((k - a) // g, movable[p]),
+                    pending_min_gpus=self.pending_min[p].push(unmet),
+                    demand_peak_gpus=self.peak[p][step],
+                    history_min=(step + 1) * self.dt,
+                )
+            )
+        loans = self._loans(model) if lent else ()
+        now = step * self.dt
+        while self.recent_lends and now - self.recent_lends[0][0] >= self.budget_window:
+            self.recent_lends.pop(0)
+        return ClusterView(now, g, tuple(snapshots), loans, self.last_lend, tuple(self.recent_lends))
+
+    def decide(self, step: int, obs: Observation) -> Sequence[NodeMove]:
+        """Ask the policy; remember lends for the cooldown."""
+        view = self.view(step, obs)
+        out = []
+        for move in self.policy.propose(view):
+            if move.kind == LEND:
+                self.last_lend[move.from_pool] = self.last_lend[move.to_pool] = view.now_min
+                self.recent_lends.append((view.now_min, move.nodes))
+            idx = self.index
+            out.append(
+                NodeMove(idx[move.from_pool], idx[move.to_pool], idx[move.home_pool], move.nodes, move.kind)
+            )
+        return out

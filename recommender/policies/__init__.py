@@ -1,0 +1,1 @@
+"""Policies: pure functions from signals to proposed changes (no I/O)."""

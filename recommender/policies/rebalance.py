@@ -1,0 +1,324 @@
+"""Pool rebalancing: lend idle whole nodes to pools whose pending GPU demand persists; take them back.
+
+Pure logic over per-pool snapshots (no I/O, no clock): the backtest and the live recommender build a
+`ClusterView` from their signals and call `RebalancePolicy.propose`. Window aggregates in a snapshot map
+to PromQL (`min_over_time(pending[30m])`, `max_over_time((allocated + pending)[2d])`).
+
+Rules, in order:
+1. Take-back (sharing safety first): a pool whose own nodes are lent and whose free capacity
+   (capacity + incoming - demand) falls below its take-back headroom recalls enough nodes, from holders
+   with idle nodes first. No persistence, no cooldown, no budget.
+2. Lend: a pool whose pending GPUs stayed at or above `min_pending_nodes` nodes for the whole
+   persistence window (and still do) gets `ceil(min(pending now, pending min) / node)` nodes, less those
+   on their way, from donors whose idle whole nodes exceed a reserve: their peak demand over the reserve
+   window plus a headroom share of their own capacity. A pool with own nodes lent out never borrows (it
+   takes back); a donor gives borrowed nodes before its own; each pool waits a cooldown between lends;
+   lends over a trailing window stay within a budget per pool-day (take-backs at most match lends, so
+   moves stay within twice that budget).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+LEND = "lend"
+TAKEBACK = "takeback"
+
+
+class RebalanceParamsError(ValueError):
+    """Invalid policy parameters (every problem listed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RebalanceParams:
+    """Tunables; durations in minutes, shares relative to a pool's own capacity or to one node."""
+
+    persistence_min: float = 30.0
+    min_pending_nodes: float = 1.0
+    reserve_window_min: float = 2880.0
+    reserve_headroom: float = 0.125
+    takeback_headroom: float = 0.0
+    cooldown_min: float = 60.0
+    min_history_min: float = 360.0
+    max_nodes_per_move: int = 8
+    lend_budget_per_pool_day: float = 0.25
+    lend_budget_window_min: float = 10080.0
+
+    def __post_init__(self) -> None:
+        errors = [f"{f.name} must be >= 0" for f in fields(self) if getattr(self, f.name) < 0]
+        if self.max_nodes_per_move < 1:
+            errors.append("max_nodes_per_move must be >= 1")
+        if self.persistence_min <= 0:
+            errors.append("persistence_min must be > 0")
+        if errors:
+            raise RebalanceParamsError("; ".join(errors))
+
+    def as_dict(self) -> dict[str, float | int]:
+        """Plain values for reports."""
+        return dict(asdict(self))
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, float]) -> RebalanceParams:
+        """Build from name/value pairs; unknown names are an error."""
+        known = {f.name: f.type for f in fields(cls)}
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise RebalanceParamsError(f"unknown parameters: {', '.join(unknown)}")
+        typed: dict[str, Any] = {k: int(v) if known[k] == "int" else float(v) for k, v in values.items()}
+        return cls(**typed)
+
+
+@dataclass(frozen=True, slots=True)
+class PoolSnapshot:
+    """One pool now, plus window aggregates of its recent history (GPUs unless noted)."""
+
+    name: str
+    home_gpus: int
+    capacity_gpus: int
+    allocated_gpus: int
+    pending_gpus: int
+    idle_nodes: int
+    pending_min_gpus: int
+    demand_peak_gpus: int
+    history_min: float
+
+    @property
+    def demand_gpus(self) -> int:
+        """Allocated plus pending."""
+        return self.allocated_gpus + self.pending_gpus
+
+    @classmethod
+    def from_history(
+        cls,
+        name: str,
+        *,
+        home_gpus: int,
+        capacity_gpus: int,
+        idle_nodes: int,
+        allocated: Sequence[int],
+        pending: Sequence[int],
+        step_min: float,
+        params: RebalanceParams,
+    ) -> PoolSnapshot:
+        """Build from per-step history, oldest first, the last value being now (what a live caller has)."""
+        if not allocated or len(allocated) != len(pending):
+            raise ValueError("allocated and pending need the same, non-zero length")
+        recent = max(1, math.ceil(params.persistence_min / step_min - 1e-9))
+        window = max(1, math.ceil(params.reserve_window_min / step_min - 1e-9))
+        demand = [a + q for a, q in zip(allocated[-window:], pending[-window:], strict=True)]
+        return cls(
+            name=name,
+            home_gpus=home_gpus,
+            capacity_gpus=capacity_gpus,
+            allocated_gpus=allocated[-1],
+            pending_gpus=pending[-1],
+            idle_nodes=idle_nodes,
+            pending_min_gpus=min(pending[-recent:]),
+            demand_peak_gpus=max(demand),
+            history_min=len(allocated) * step_min,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Loan:
+    """`nodes` nodes owned by `home` are at `holder` (or on their way there when `in_transit`)."""
+
+    home: str
+    holder: str
+    nodes: int
+    in_transit: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A signal, the window it was taken over, its value and the threshold it crossed."""
+
+    signal: str
+    window_min: float
+    value: float
+    threshold: float
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """Move `nodes` whole nodes owned by `home_pool` from `from_pool` to `to_pool`."""
+
+    kind: str
+    from_pool: str
+    to_pool: str
+    home_pool: str
+    nodes: int
+    reason: str
+    evidence: tuple[Evidence, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    """Everything the policy reads: pools, where lent nodes are, recent lends (time, nodes) for cooldowns
+    and the lend budget."""
+
+    now_min: float
+    gpus_per_node: int
+    pools: tuple[PoolSnapshot, ...]
+    loans: tuple[Loan, ...] = ()
+    last_lend_min: Mapping[str, float] | None = None
+    recent_lends: tuple[tuple[float, int], ...] = ()
+
+
+@dataclass
+class _Ledger:
+    """Per-call bookkeeping so one call never promises the same node twice."""
+
+    incoming: dict[str, int]
+    away: dict[str, int]
+    held: dict[str, list[Loan]]
+    given: dict[str, int]
+    committed: dict[tuple[str, str], int]  # (home, holder): borrowed nodes already moved in this call
+
+
+class RebalancePolicy:
+    """Propose node moves between pools from a ClusterView."""
+
+    name = "rebalance"
+
+    def __init__(self, params: RebalanceParams | None = None) -> None:
+        self.params = params or RebalanceParams()
+
+    def propose(self, view: ClusterView) -> list[Move]:
+        """Take-backs first, then lends; deterministic for a given view."""
+        ledger = self._ledger(view)
+        moves = self._takebacks(view, ledger)
+        moves.extend(self._lends(view, ledger))
+        return moves
+
+    @staticmethod
+    def _ledger(view: ClusterView) -> _Ledger:
+        incoming: dict[str, int] = defaultdict(int)
+        away: dict[str, int] = defaultdict(int)
+        held: dict[str, list[Loan]] = defaultdict(list)
+        for loan in view.loans:
+            if loan.in_transit:
+                incoming[loan.holder] += loan.nodes
+            if loan.home != loan.holder:
+                away[loan.home] += loan.nodes
+                if not loan.in_transit:
+                    held[loan.holder].append(loan)
+        return _Ledger(incoming, away, held, defaultdict(int), defaultdict(int))
+
+    def _takebacks(self, view: ClusterView, ledger: _Ledger) -> list[Move]:
+        g = view.gpus_per_node
+        by_name = {p.name: p for p in view.pools}
+        lent_at: dict[str, list[Loan]] = defaultdict(list)
+        for loans in ledger.held.values():
+            for loan in loans:
+                lent_at[loan.home].append(loan)
+        moves: list[Move] = []
+        for home in sorted(lent_at):
+            pool = by_name.get(home)
+            if pool is None:
+                continue
+            free = pool.capacity_gpus + g * ledger.incoming[home] - pool.demand_gpus
+            margin = self.params.takeback_headroom * pool.home_gpus
+            if free >= margin:
+                continue
+            need = max(1, math.ceil((margin - free) / g))
+            evidence = (Evidence("free_gpus", 0.0, float(free), margin),)
+
+            def cheapest(loan: Loan) -> tuple[int, int, str]:
+                holder = by_name.get(loan.holder)
+                idle = holder.idle_nodes - ledger.given[loan.holder] if holder else 0
+                return (-idle, holder.pending_gpus if holder else 0, loan.holder)
+
+            for loan in sorted(lent_at[home], key=cheapest):
+                take = min(need, loan.nodes)
+                if take <= 0:
+                    break
+                need -= take
+                ledger.given[loan.holder] += take
+                ledger.committed[(home, loan.holder)] += take
+                ledger.incoming[home] += take
+                moves.append(Move(TAKEBACK, loan.holder, home, home, take, "owner demand returned", evidence))
+        return moves
+
+    def _cooling(self, view: ClusterView, pool: str) -> bool:
+        last = (view.last_lend_min or {}).get(pool)
+        return last is not None and view.now_min - last < self.params.cooldown_min
+
+    def _spare_nodes(self, view: ClusterView, pool: PoolSnapshot, ledger: _Ledger) -> int:
+        """Idle whole nodes above the pool's reserve (0 while its history is too short)."""
+        p = self.params
+        if pool.history_min < p.min_history_min or self._cooling(view, pool.name):
+            return 0
+        reserve = max(pool.demand_peak_gpus, pool.demand_gpus) + p.reserve_headroom * pool.home_gpus
+        spare = math.floor((pool.capacity_gpus - reserve) / view.gpus_per_node)
+        return max(0, min(spare, pool.idle_nodes) - ledger.given[pool.name])
+
+    def lend_budget(self, view: ClusterView) -> int:
+        """Nodes that may still be lent: a rate per pool-day over a trailing window, less recent lends."""
+        p = self.params
+        allowed = p.lend_budget_per_pool_day * len(view.pools) * p.lend_budget_window_min / 1440.0
+        used = sum(n for t, n in view.recent_lends if view.now_min - t < p.lend_budget_window_min)
+        return max(0, math.floor(allowed + 1e-9) - used)
+
+    def _lends(self, view: ClusterView, ledger: _Ledger) -> list[Move]:
+        p, g = self.params, view.gpus_per_node
+        budget = self.lend_budget(view)
+        threshold = p.min_pending_nodes * g
+        borrowers = [
+            s
+            for s in view.pools
+            if s.history_min >= p.persistence_min
+            and min(s.pending_gpus, s.pending_min_gpus) >= max(threshold, 1)
+            and ledger.away[s.name] == 0
+            and not self._cooling(view, s.name)
+        ]
+        borrowers.sort(key=lambda s: (-s.pending_min_gpus, s.name))
+        spare = {s.name: self._spare_nodes(view, s, ledger) for s in view.pools}
+        moves: list[Move] = []
+        for borrower in borrowers:
+            persistent = min(borrower.pending_gpus, borrower.pending_min_gpus)
+            want = math.ceil(persistent / g) - ledger.incoming[borrower.name]
+            want = min(want, p.max_nodes_per_move, budget)
+            donors = sorted(
+                (n for n, k in spare.items() if k > 0 and n != borrower.name), key=lambda n: (-spare[n], n)
+            )
+            for donor in donors:
+                if want <= 0:
+                    break
+                take = min(want, spare[donor])
+                evidence = (
+                    Evidence("pending_gpus_min", p.persistence_min, float(persistent), threshold),
+                    Evidence("donor_spare_nodes", p.reserve_window_min, float(spare[donor]), 1.0),
+                )
+                moves.extend(self._split_by_home(donor, borrower.name, take, evidence, ledger))
+                spare[donor] -= take
+                want -= take
+                budget -= take
+                ledger.incoming[borrower.name] += take
+                spare[borrower.name] = 0
+        return moves
+
+    @staticmethod
+    def _split_by_home(
+        donor: str, borrower: str, nodes: int, evidence: tuple[Evidence, ...], ledger: _Ledger
+    ) -> list[Move]:
+        """Borrowed nodes leave first (their owners keep theirs home), then the donor's own."""
+        moves: list[Move] = []
+        reason = "persistent pending demand, idle nodes above the donor's reserve"
+        by_home: dict[str, int] = defaultdict(int)
+        for loan in ledger.held[donor]:
+            by_home[loan.home] += loan.nodes
+        for home in sorted(by_home):
+            take = min(nodes, by_home[home] - ledger.committed[(home, donor)])
+            if take > 0 and home != borrower:
+                moves.append(Move(LEND, donor, borrower, home, take, reason, evidence))
+                ledger.committed[(home, donor)] += take
+                nodes -= take
+        if nodes > 0:
+            moves.append(Move(LEND, donor, borrower, donor, nodes, reason, evidence))
+        ledger.given[donor] += sum(m.nodes for m in moves)
+        return moves

@@ -1,0 +1,158 @@
+"""The capacity model and the three strategies on constructed traces."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from recommender.backtest.engine import Observation, Prepared, RunResult, Strategy, run
+from recommender.backtest.metrics import percentile, summarize
+from recommender.backtest.model import ModelParams, NodeMove
+from recommender.backtest.oracle import OracleParams, OracleStrategy
+from recommender.backtest.report import BacktestConfig, run_backtest
+from recommender.backtest.strategies import PolicyStrategy, StaticStrategy
+from recommender.backtest.trace import Trace
+from recommender.policies.rebalance import RebalanceParams
+from tests.recommender.scenarios import borrower_and_donor, flickering, make_trace, spiky_donor
+
+MODEL = ModelParams()
+QUICK = RebalanceParams(min_history_min=60.0, reserve_headroom=0.0)
+
+REQUIRED = {
+    "pending_gpu_minutes",
+    "served_gpu_minutes",
+    "coverage",
+    "allocation_utilization",
+    "moves",
+    "moves_per_pool_day",
+    "reversals_within_60min",
+    "worst_pool_p95_wait_ratio_vs_static",
+    "pools",
+    "parameters",
+}
+
+
+class Conserving:
+    """Wraps a strategy and checks, every step, that no capacity appears or vanishes."""
+
+    def __init__(self, inner: Strategy, trace: Trace) -> None:
+        self.inner, self.trace, self.name = inner, trace, inner.name
+        self.checked = 0
+
+    def decide(self, step: int, obs: Observation) -> Sequence[NodeMove]:
+        """Check the sum over pools plus nodes in transit, then delegate."""
+        total = sum(obs.capacity) + MODEL.gpus_per_node * obs.model.nodes_in_transit()
+        assert total == sum(series[step] for series in self.trace.capacity)
+        self.checked += 1
+        return self.inner.decide(step, obs)
+
+
+def all_runs(trace: Trace, params: RebalanceParams = QUICK) -> dict[str, RunResult]:
+    prepared = Prepared.of(trace, MODEL.gpus_per_node)
+    strategies: list[Strategy] = [
+        StaticStrategy(),
+        PolicyStrategy(prepared, params, MODEL),
+        OracleStrategy(prepared, OracleParams(), MODEL),
+    ]
+    return {s.name: run(prepared, s, MODEL) for s in strategies}
+
+
+def test_capacity_is_conserved_under_every_strategy() -> None:
+    trace = spiky_donor(hours=12)
+    prepared = Prepared.of(trace, MODEL.gpus_per_node)
+    for inner in (PolicyStrategy(prepared, QUICK, MODEL), OracleStrategy(prepared, OracleParams(), MODEL)):
+        checked = Conserving(inner, trace)
+        result = run(prepared, checked, MODEL)
+        assert checked.checked == trace.steps
+        assert result.moves > 0
+
+
+def test_static_never_moves_and_serves_pending_only_from_its_own_idle_gpus() -> None:
+    trace = make_trace({"a": (16, [8, 16, 16], [4, 8, 0]), "b": (8, [0, 0, 0], [0, 0, 0])})
+    result = run(Prepared.of(trace, 8), StaticStrategy(), MODEL)
+    figures = summarize(result, result)
+    assert result.moves == 0 and result.move_log == []
+    assert figures["pending_gpu_minutes"] == 12.0
+    assert figures["served_gpu_minutes"] == 4.0  # minute 0: 4 pending fit in 8 idle GPUs; minute 1: none
+    assert figures["coverage"] == round(4 / 12, 4)
+    assert figures["worst_pool_p95_wait_ratio_vs_static"] == 1.0
+
+
+def test_oracle_beats_policy_beats_static_on_coverage() -> None:
+    runs = all_runs(borrower_and_donor())
+    cover = {name: summarize(res, runs["static"])["coverage"] for name, res in runs.items()}
+    assert cover["static"] == 0.0
+    assert cover["oracle"] >= cover["policy"] > cover["static"]
+    assert cover["oracle"] > 0.9
+    assert runs["policy"].moves == 2  # 16 pending GPUs: 2 nodes in one decision, then no churn
+    assert runs["policy"].move_log[0][0] >= 8 * 60 + QUICK.persistence_min - 1
+
+
+def test_drain_delay_keeps_a_moved_node_out_of_service() -> None:
+    runs = all_runs(borrower_and_donor(hours=10))
+    step = runs["policy"].move_log[0][0]
+    prepared = Prepared.of(borrower_and_donor(hours=10), 8)
+
+    class Probe(PolicyStrategy):
+        seen: dict[int, int]
+
+        def decide(self, step: int, obs: Observation) -> Sequence[NodeMove]:
+            self.seen[step] = obs.capacity[0]
+            return super().decide(step, obs)
+
+    probe = Probe(prepared, QUICK, MODEL)
+    probe.seen = {}
+    run(prepared, probe, MODEL)
+    arrive = step + 1 + round(MODEL.drain_delay_min)
+    assert probe.seen[arrive - 1] == 16 and probe.seen[arrive] > 16
+
+
+JUMPY = RebalanceParams(
+    persistence_min=1, min_pending_nodes=0.1, reserve_window_min=1, cooldown_min=0, min_history_min=0,
+    reserve_headroom=0.0, lend_budget_per_pool_day=1000,
+)  # fmt: skip
+
+
+def test_persistence_ignores_flickering_pending() -> None:
+    trace = flickering()
+    prepared = Prepared.of(trace, 8)
+    calm = run(prepared, PolicyStrategy(prepared, QUICK, MODEL), MODEL)
+    jumpy = run(prepared, PolicyStrategy(prepared, JUMPY, MODEL), MODEL)
+    assert calm.moves == 0
+    assert jumpy.moves > 0
+
+
+def test_reserve_and_cooldown_prevent_flapping_on_a_noisy_donor() -> None:
+    trace = spiky_donor()
+    prepared = Prepared.of(trace, 8)
+    calm = run(prepared, PolicyStrategy(prepared, QUICK, MODEL), MODEL)
+    jumpy = run(prepared, PolicyStrategy(prepared, JUMPY, MODEL), MODEL)
+    assert 0 < calm.moves <= 2 and calm.reversals == 0
+    assert jumpy.moves > 10 * calm.moves and jumpy.reversals > 0
+
+
+def test_capacity_not_a_multiple_of_a_node_keeps_its_remainder() -> None:
+    steps = 600
+    trace = make_trace(
+        {"busy": (16, [16] * steps, [0] * 120 + [40] * (steps - 120)), "odd": (20, [0] * steps, [0] * steps)}
+    )
+    prepared = Prepared.of(trace, 8)
+    assert prepared.home_nodes == [2, 2]
+    result = run(prepared, PolicyStrategy(prepared, QUICK, MODEL), MODEL)
+    assert result.moves_out[1] == 2  # both whole nodes, never the 4-GPU remainder
+    assert result.capacity[1] >= 4 * (steps - 200)  # the remainder stays and keeps counting
+
+
+def test_report_has_every_field_for_every_strategy() -> None:
+    report = run_backtest(borrower_and_donor(), BacktestConfig(policy=QUICK), first=60)
+    for name in ("policy", "static", "oracle"):
+        assert set(report[name]) >= REQUIRED
+        assert set(report[name]["pools"]) == {"busy", "idle"}
+    assert report["static"]["moves"] == 0
+    assert report["meta"]["eval_days"] == round((16 * 60 - 60) / 1440, 4)
+    assert report["policy"]["parameters"]["policy"]["persistence_min"] == QUICK.persistence_min
+
+
+def test_percentile_is_nearest_rank() -> None:
+    assert percentile([], 0.95) == 0.0
+    assert percentile(list(range(1, 101)), 0.95) == 95.0
+    assert percentile([0] * 96 + [50] * 4, 0.95) == 0.0

@@ -1,0 +1,152 @@
+"""The rebalancing policy on hand-made views."""
+
+from __future__ import annotations
+
+import pytest
+
+from recommender.policies.rebalance import (
+    LEND,
+    TAKEBACK,
+    ClusterView,
+    Loan,
+    PoolSnapshot,
+    RebalanceParams,
+    RebalanceParamsError,
+    RebalancePolicy,
+)
+
+
+def snap(
+    name: str,
+    capacity: int,
+    allocated: int,
+    pending: int = 0,
+    *,
+    pending_min: int | None = None,
+    peak: int | None = None,
+    home: int | None = None,
+    history: float = 10_000.0,
+) -> PoolSnapshot:
+    """A pool snapshot with whole-node idle counting (8 GPUs per node)."""
+    return PoolSnapshot(
+        name=name,
+        home_gpus=capacity if home is None else home,
+        capacity_gpus=capacity,
+        allocated_gpus=allocated,
+        pending_gpus=pending,
+        idle_nodes=(capacity - allocated) // 8,
+        pending_min_gpus=pending if pending_min is None else pending_min,
+        demand_peak_gpus=allocated + pending if peak is None else peak,
+        history_min=history,
+    )
+
+
+def view(
+    *pools: PoolSnapshot,
+    loans: tuple[Loan, ...] = (),
+    last_lend_min: dict[str, float] | None = None,
+    recent_lends: tuple[tuple[float, int], ...] = (),
+) -> ClusterView:
+    """A view at minute 100,000."""
+    return ClusterView(100_000.0, 8, pools, loans, last_lend_min, recent_lends)
+
+
+POLICY = RebalancePolicy(RebalanceParams(reserve_headroom=0.0))
+
+
+def test_lends_idle_nodes_for_persistent_pending() -> None:
+    moves = POLICY.propose(view(snap("busy", 16, 16, 20), snap("idle", 32, 8)))
+    assert [(m.kind, m.from_pool, m.to_pool, m.home_pool, m.nodes) for m in moves] == [
+        (LEND, "idle", "busy", "idle", 3)
+    ]
+    assert {e.signal for e in moves[0].evidence} == {"pending_gpus_min", "donor_spare_nodes"}
+
+
+def test_no_lend_when_pending_did_not_persist() -> None:
+    assert POLICY.propose(view(snap("busy", 16, 16, 20, pending_min=0), snap("idle", 32, 8))) == []
+
+
+def test_donor_keeps_its_recent_peak_and_headroom() -> None:
+    assert POLICY.propose(view(snap("busy", 16, 16, 20), snap("idle", 32, 8, peak=32))) == []
+    moves = RebalancePolicy(RebalanceParams(reserve_headroom=0.25)).propose(
+        view(snap("busy", 16, 16, 20), snap("idle", 32, 8, peak=16))
+    )
+    assert sum(m.nodes for m in moves) == 1
+
+
+def test_takes_back_when_owner_demand_returns() -> None:
+    loans = (Loan("owner", "busy", 2),)
+    moves = POLICY.propose(view(snap("busy", 32, 32, 8), snap("owner", 16, 16, 4, home=32), loans=loans))
+    assert [(m.kind, m.from_pool, m.to_pool, m.nodes) for m in moves] == [(TAKEBACK, "busy", "owner", 1)]
+
+
+def test_no_takeback_while_owner_fits() -> None:
+    loans = (Loan("owner", "busy", 2),)
+    assert POLICY.propose(view(snap("busy", 32, 32), snap("owner", 16, 10, home=32), loans=loans)) == []
+
+
+def test_pool_with_lent_nodes_takes_back_instead_of_borrowing() -> None:
+    loans = (Loan("owner", "other", 1),)
+    moves = POLICY.propose(
+        view(snap("owner", 8, 8, 16, home=16), snap("other", 24, 8), snap("idle", 32, 0), loans=loans)
+    )
+    assert [m.kind for m in moves] == [TAKEBACK]
+
+
+def test_cooldown_blocks_a_second_lend() -> None:
+    pools = (snap("busy", 16, 16, 20), snap("idle", 32, 8))
+    assert POLICY.propose(view(*pools, last_lend_min={"busy": 100_000.0 - 10})) == []
+    assert POLICY.propose(view(*pools, last_lend_min={"busy": 100_000.0 - 61}))
+
+
+def test_borrowed_idle_nodes_leave_before_the_donors_own() -> None:
+    loans = (Loan("far", "idle", 1),)
+    moves = POLICY.propose(
+        view(snap("busy", 16, 16, 16), snap("idle", 40, 8), snap("far", 16, 0), loans=loans)
+    )
+    assert [(m.home_pool, m.nodes) for m in moves] == [("far", 1), ("idle", 1)]
+
+
+def test_lend_budget_caps_recent_lends() -> None:
+    params = RebalanceParams(reserve_headroom=0.0, lend_budget_per_pool_day=0.5, lend_budget_window_min=1440)
+    pools = (snap("busy", 16, 16, 40), snap("idle", 64, 0))
+    assert sum(m.nodes for m in RebalancePolicy(params).propose(view(*pools))) == 1
+    spent = ((100_000.0 - 100, 1),)
+    assert RebalancePolicy(params).propose(view(*pools, recent_lends=spent)) == []
+
+
+def test_short_history_means_no_lending() -> None:
+    assert POLICY.propose(view(snap("busy", 16, 16, 20), snap("idle", 32, 0, history=60.0))) == []
+
+
+def test_params_report_every_problem() -> None:
+    with pytest.raises(RebalanceParamsError) as err:
+        RebalanceParams(persistence_min=0, cooldown_min=-1, max_nodes_per_move=0)
+    assert "persistence_min" in str(err.value) and "cooldown_min" in str(err.value)
+    assert "max_nodes_per_move" in str(err.value)
+    with pytest.raises(RebalanceParamsError, match="unknown"):
+        RebalanceParams.from_mapping({"nope": 1.0})
+    assert RebalanceParams.from_mapping({"max_nodes_per_move": 3.0}).max_nodes_per_move == 3
+
+
+def test_snapshot_from_raw_history_matches_the_window_aggregates() -> None:
+    params = RebalanceParams(persistence_min=3, reserve_window_min=4)
+    pool = PoolSnapshot.from_history(
+        "a", home_gpus=32, capacity_gpus=32, idle_nodes=1,
+        allocated=[30, 8, 8, 8, 16, 16], pending=[0, 9, 4, 6, 5, 7], step_min=1.0, params=params,
+    )  # fmt: skip
+    assert (pool.allocated_gpus, pool.pending_gpus) == (16, 7)
+    assert pool.pending_min_gpus == 5  # min of the last 3 minutes
+    assert pool.demand_peak_gpus == 23  # max of allocated + pending over the last 4 minutes
+    assert pool.history_min == 6.0
+    with pytest.raises(ValueError, match="same"):
+        PoolSnapshot.from_history(
+            "a",
+            home_gpus=8,
+            capacity_gpus=8,
+            idle_nodes=0,
+            allocated=[1],
+            pending=[],
+            step_min=1.0,
+            params=params,
+        )
