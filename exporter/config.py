@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from exporter.errors import ConfigError
-from exporter.settings import gather_settings, reporter, validate_web
+from exporter.settings import WEB_YAML_KEYS, add_common_flags, gather_settings, reporter, validate_web
 
 DEFAULT_LISTEN = ":9470"
 
@@ -61,9 +61,7 @@ class ExporterConfig:
 
 # key in the YAML file -> (field, type); nested keys are dotted.
 _YAML_KEYS: dict[str, tuple[str, type]] = {
-    "web.listen_address": ("listen_address", str),
-    "web.config_file": ("web_config_file", Path),
-    "web.telemetry_path": ("telemetry_path", str),
+    **WEB_YAML_KEYS,
     "collectors.gpu.enabled": ("gpu", bool),
     "collectors.gpu.deadline_seconds": ("gpu_deadline_seconds", float),
     "collectors.infiniband.enabled": ("infiniband", bool),
@@ -77,7 +75,6 @@ _YAML_KEYS: dict[str, tuple[str, type]] = {
     "simulate.ports": ("simulate_ports", int),
     "simulate.seed": ("simulate_seed", int),
     "simulate.step_seconds": ("simulate_step_seconds", float),
-    "log.level": ("log_level", str),
 }
 _FLAG_FIELDS = tuple(field for field, _ in _YAML_KEYS.values())  # each flag's dest is its field
 
@@ -86,15 +83,7 @@ def build_parser(prog: str = "ibpool exporter") -> argparse.ArgumentParser:
     """The exporter's command-line flags (every default is None so the YAML file can fill it)."""
     p = argparse.ArgumentParser(prog=prog, description="Node exporter for NVIDIA GPUs and InfiniBand ports.")
     add = p.add_argument
-    add("--config.file", dest="config_file", type=Path, help="optional YAML config file")
-    add("--web.listen-address", dest="listen_address", help=f"host:port to listen on ({DEFAULT_LISTEN})")
-    add(
-        "--web.config.file",
-        dest="web_config_file",
-        type=Path,
-        help="TLS / basic auth config (exporter-toolkit)",
-    )
-    add("--web.telemetry-path", dest="telemetry_path", help="path of the metrics page (/metrics)")
+    add_common_flags(p, DEFAULT_LISTEN)
     add("--collector.gpu", dest="gpu", action=argparse.BooleanOptionalAction, help="NVML GPU metrics")
     add("--gpu.deadline-seconds", dest="gpu_deadline_seconds", type=float, help="NVML deadline per scrape")
     add(
@@ -128,7 +117,6 @@ def build_parser(prog: str = "ibpool exporter") -> argparse.ArgumentParser:
     add("--simulate.ports", dest="simulate_ports", type=int)
     add("--simulate.seed", dest="simulate_seed", type=int)
     add("--simulate.step-seconds", dest="simulate_step_seconds", type=float)
-    add("--log.level", dest="log_level", help="debug, info, warning or error")
     return p
 
 

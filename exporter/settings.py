@@ -144,3 +144,27 @@ def validate_web(cfg: WebSettings, bad: Callable[[str, str], None]) -> None:
         bad("web_config_file", f"file not found: {cfg.web_config_file}")
     if cfg.log_level not in LOG_LEVELS:
         bad("log_level", f"must be one of {', '.join(LOG_LEVELS)}")
+
+
+# The YAML keys every exporter shares.
+WEB_YAML_KEYS: dict[str, tuple[str, type]] = {
+    "web.listen_address": ("listen_address", str),
+    "web.config_file": ("web_config_file", Path),
+    "web.telemetry_path": ("telemetry_path", str),
+    "log.level": ("log_level", str),
+}
+
+
+def add_common_flags(parser: argparse.ArgumentParser, default_listen: str) -> None:
+    """`--config.file`, `--web.*` and `--log.level`, with None defaults so the YAML file can fill them."""
+    add = parser.add_argument
+    add("--config.file", dest="config_file", type=Path, help="optional YAML config file")
+    add("--web.listen-address", dest="listen_address", help=f"host:port to listen on ({default_listen})")
+    add(
+        "--web.config.file",
+        dest="web_config_file",
+        type=Path,
+        help="TLS / basic auth config (exporter-toolkit)",
+    )
+    add("--web.telemetry-path", dest="telemetry_path", help="path of the metrics page (/metrics)")
+    add("--log.level", dest="log_level", help=", ".join(LOG_LEVELS))

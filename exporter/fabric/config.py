@@ -42,7 +42,7 @@ from exporter.errors import ConfigError
 from exporter.fabric.errors import NameMapError
 from exporter.fabric.names import load_name_map
 from exporter.fabric.sweep import VL_MODES, VlMode
-from exporter.settings import gather_settings, reporter, validate_web
+from exporter.settings import WEB_YAML_KEYS, add_common_flags, gather_settings, reporter, validate_web
 
 DEFAULT_LISTEN = ":9471"
 
@@ -74,9 +74,7 @@ class FabricConfig:
 
 # key in the YAML file -> (field, type); nested keys are dotted.
 _YAML_KEYS: dict[str, tuple[str, type]] = {
-    "web.listen_address": ("listen_address", str),
-    "web.config_file": ("web_config_file", Path),
-    "web.telemetry_path": ("telemetry_path", str),
+    **WEB_YAML_KEYS,
     "fabric.sweep_interval_seconds": ("sweep_interval_seconds", float),
     "fabric.concurrency": ("concurrency", int),
     "fabric.command_timeout_seconds": ("command_timeout_seconds", float),
@@ -92,7 +90,6 @@ _YAML_KEYS: dict[str, tuple[str, type]] = {
     "ibdiag.timeout_ms": ("ibdiag_timeout_ms", int),
     "ibdiag.bin_dir": ("ibdiag_bin_dir", Path),
     "health.max_age_seconds": ("health_max_age_seconds", float),
-    "log.level": ("log_level", str),
 }
 _FIELDS = tuple(field for field, _ in _YAML_KEYS.values())
 
@@ -105,15 +102,7 @@ def build_parser(prog: str = "ibpool fabric-exporter") -> argparse.ArgumentParse
     )
     add = p.add_argument
     bool_flag = argparse.BooleanOptionalAction
-    add("--config.file", dest="config_file", type=Path, help="optional YAML config file")
-    add("--web.listen-address", dest="listen_address", help=f"host:port to listen on ({DEFAULT_LISTEN})")
-    add(
-        "--web.config.file",
-        dest="web_config_file",
-        type=Path,
-        help="TLS / basic auth config (exporter-toolkit)",
-    )
-    add("--web.telemetry-path", dest="telemetry_path", help="path of the metrics page (/metrics)")
+    add_common_flags(p, DEFAULT_LISTEN)
     add(
         "--fabric.sweep-interval",
         dest="sweep_interval_seconds",
@@ -154,7 +143,6 @@ def build_parser(prog: str = "ibpool fabric-exporter") -> argparse.ArgumentParse
         type=float,
         help="/healthz fails when the last complete sweep is older than this (300)",
     )
-    add("--log.level", dest="log_level", help="debug, info, warning or error")
     return p
 
 

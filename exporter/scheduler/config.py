@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from exporter.errors import ConfigError
-from exporter.settings import gather_settings, reporter, validate_web
+from exporter.settings import WEB_YAML_KEYS, add_common_flags, gather_settings, reporter, validate_web
 
 DEFAULT_LISTEN = ":9472"
 COMMANDS_PER_POLL = 3
@@ -55,9 +55,7 @@ class SchedulerExporterConfig:
 
 # key in the YAML file -> (field, type); nested keys are dotted.
 _YAML_KEYS: dict[str, tuple[str, type]] = {
-    "web.listen_address": ("listen_address", str),
-    "web.config_file": ("web_config_file", Path),
-    "web.telemetry_path": ("telemetry_path", str),
+    **WEB_YAML_KEYS,
     "slurm.bin_dir": ("slurm_bin_dir", Path),
     "slurm.conf": ("slurm_conf", Path),
     "slurm.poll_interval_seconds": ("poll_interval_seconds", float),
@@ -65,7 +63,6 @@ _YAML_KEYS: dict[str, tuple[str, type]] = {
     "slurm.max_age_seconds": ("max_age_seconds", float),
     "slurm.gpus_per_node": ("gpus_per_node", int),
     "slurm.gres_name": ("gres_name", str),
-    "log.level": ("log_level", str),
 }
 _FLAG_FIELDS = tuple(field for field, _ in _YAML_KEYS.values())
 
@@ -76,15 +73,7 @@ def build_parser(prog: str = "ibpool scheduler-exporter") -> argparse.ArgumentPa
         prog=prog, description="Slurm pools (partitions): GPUs, queues and node states, for Prometheus."
     )
     add = p.add_argument
-    add("--config.file", dest="config_file", type=Path, help="optional YAML config file")
-    add("--web.listen-address", dest="listen_address", help=f"host:port to listen on ({DEFAULT_LISTEN})")
-    add(
-        "--web.config.file",
-        dest="web_config_file",
-        type=Path,
-        help="TLS / basic auth config (exporter-toolkit)",
-    )
-    add("--web.telemetry-path", dest="telemetry_path", help="path of the metrics page (/metrics)")
+    add_common_flags(p, DEFAULT_LISTEN)
     add(
         "--slurm.bin-dir", dest="slurm_bin_dir", type=Path, help="directory of sinfo, squeue, scontrol (PATH)"
     )
@@ -114,7 +103,6 @@ def build_parser(prog: str = "ibpool scheduler-exporter") -> argparse.ArgumentPa
         help="GPUs per node when no node has GPU GRES (default: GPU figures omitted then)",
     )
     add("--slurm.gres-name", dest="gres_name", help="GRES name that counts as a GPU (gpu)")
-    add("--log.level", dest="log_level", help="debug, info, warning or error")
     return p
 
 
