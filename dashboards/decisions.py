@@ -27,6 +27,14 @@ def _proposals() -> Row:
                 "none",
                 thresholds=[{"color": "green", "value": None}, {"color": "red", "value": 1}],
             ),
+            stat(
+                "Oldest pending",
+                [Q("time() - min(ibpool_proposal_oldest_pending_timestamp_seconds)")],
+                "s",
+                "Age of the oldest proposal waiting for approval (IbpoolProposalPendingTooLong above 1 h).",
+                thresholds=[{"color": "green", "value": None}, {"color": "orange", "value": 3600}],
+                no_value="none pending",
+            ),
             timeseries(
                 "Proposals by state",
                 [Q("sum by (state) (ibpool_proposals)", "{{state}}")],
@@ -35,7 +43,7 @@ def _proposals() -> Row:
             ),
         ],
         height=8,
-        widths=(4, 4, 4, 12),
+        widths=(4, 4, 4, 4, 8),
     )
 
 

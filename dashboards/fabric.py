@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from dashboards import metrics
 from dashboards.base import dashboard
 from dashboards.layout import Row
-from dashboards.metrics import FABRIC_CONGESTION, FABRIC_TX_UTILIZATION
+from dashboards.metrics import (
+    FABRIC_CONGESTION,
+    FABRIC_TX_UTILIZATION,
+    FABRIC_VL_CONGESTION,
+    FABRIC_WAIT_SATURATED,
+)
 from dashboards.panels import Q, heatmap, stat, state_timeline, table, timeseries, value_mapping
 from dashboards.variables import label_values, tick_bytes
 
@@ -79,10 +85,7 @@ def _throughput() -> Row:
 
 def _congestion() -> Row:
     congestion = FABRIC_CONGESTION.expr(SWITCHES)
-    saturated = Q(
-        f'ibpool_fabric_port_counter_saturated{{{SWITCHES}, counter="port_xmit_wait"}} == 1',
-        PORT + " wait counter SATURATED",
-    )
+    saturated = Q(FABRIC_WAIT_SATURATED.expr(SWITCHES), PORT + " wait counter SATURATED")
     return Row(
         "Congestion",
         [
@@ -90,7 +93,7 @@ def _congestion() -> Row:
                 "Congestion by switch and port",
                 [Q(congestion, PORT)],
                 "percentunit",
-                "Transmit-wait ratio (wait ticks x $tick_bytes / link rate), one row per switch port.",
+                f"Transmit-wait ratio ({metrics.congestion_formula()}), one row per switch port.",
             ),
             timeseries(
                 "Most congested ports",
@@ -102,13 +105,12 @@ def _congestion() -> Row:
                 "Transmit wait per VL",
                 [
                     Q(
-                        "sum by (node_desc, port, vl) (rate(ibpool_fabric_port_vl_transmit_wait_total"
-                        f"{{{SWITCHES}}}[$__rate_interval])) > 0",
+                        f"max by (node_desc, port, vl) ({FABRIC_VL_CONGESTION.expr(SWITCHES)}) > 0",
                         PORT + " VL{{vl}}",
                     )
                 ],
-                "short",
-                "Wait ticks per second on each virtual lane: which traffic class waits.",
+                "percentunit",
+                "Share of time each virtual lane had data it could not send: which traffic class waits.",
             ),
         ],
         height=10,
@@ -167,6 +169,6 @@ def build() -> Any:
         [_sweep(), _throughput(), _congestion(), _health(), _topology()],
         variables=[
             label_values("switch", "ibpool_fabric_switch_up", "node_desc", title="Switch"),
-            tick_bytes(),
+            *([] if metrics.USE_RECORDING_RULES else [tick_bytes()]),
         ],
     )

@@ -6,7 +6,7 @@ from typing import Any
 
 from dashboards.base import dashboard
 from dashboards.layout import Row
-from dashboards.metrics import POOL_ALLOCATION, POOL_GPU_UTILIZATION, POOL_IDLE_GPUS
+from dashboards.metrics import POOL_ALLOCATION, POOL_GPU_UTILIZATION, POOL_IDLE_GPUS, POOL_PENDING_GPUS
 from dashboards.panels import Q, stat, table, timeseries
 from dashboards.variables import label_values
 
@@ -22,7 +22,7 @@ def _totals() -> Row:
             stat("GPUs", [Q(f"sum(ibpool_pool_capacity_gpus{{{POOLS}}})")], "none"),
             stat("Allocated", [Q(f"sum(ibpool_pool_allocated_gpus{{{POOLS}}})")], "none"),
             stat("Idle", [Q(f"sum({POOL_IDLE_GPUS.expr(POOLS)})")], "none"),
-            stat("Pending GPUs", [Q(f"sum(ibpool_pool_pending_gpus{{{POOLS}}})")], "none"),
+            stat("Pending GPUs", [Q(f"sum({POOL_PENDING_GPUS.expr(POOLS)})")], "none"),
             stat(
                 "GPUs lost",
                 [Q("count(ibpool_gpu_up == 0)")],
@@ -71,7 +71,7 @@ def _pools() -> Row:
 
 def _balance() -> Row:
     idle = Q(POOL_IDLE_GPUS.expr(POOLS), "{{pool}} idle")
-    pending = Q(f"sum by (pool) (ibpool_pool_pending_gpus{{{POOLS}}})", "{{pool}} pending")
+    pending = Q(POOL_PENDING_GPUS.expr(POOLS), "{{pool}} pending")
     return Row(
         "Idle against pending",
         [
@@ -85,7 +85,7 @@ def _balance() -> Row:
                 "Idle and pending now",
                 [
                     Q(POOL_IDLE_GPUS.expr(POOLS), "idle"),
-                    Q(f"sum by (pool) (ibpool_pool_pending_gpus{{{POOLS}}})", "pending"),
+                    Q(POOL_PENDING_GPUS.expr(POOLS), "pending"),
                 ],
                 rename={"Value #A": "idle GPUs", "Value #B": "pending GPUs"},
                 sort_by="pending GPUs",

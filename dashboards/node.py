@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from dashboards import metrics
 from dashboards.base import dashboard
 from dashboards.layout import Row
-from dashboards.metrics import IB_CONGESTION, IB_TX_UTILIZATION
+from dashboards.metrics import IB_CONGESTION, IB_TX_UTILIZATION, IB_WAIT_SATURATED
 from dashboards.panels import Q, stat, state_timeline, table, timeseries, value_mapping
 from dashboards.variables import label_values, tick_bytes
 
@@ -173,10 +174,7 @@ def _port_rows() -> list[Row]:
     def ib_rate(metric: str, legend: str, fn: str = "rate") -> Q:
         return Q(f"{fn}(ibpool_infiniband_{metric}{{{PORTS}}}[$__rate_interval])", legend)
 
-    saturated = Q(
-        f'ibpool_infiniband_counter_saturated{{{PORTS}, counter="port_xmit_wait"}} == 1',
-        PORT + " wait counter SATURATED",
-    )
+    saturated = Q(IB_WAIT_SATURATED.expr(PORTS), PORT + " wait counter SATURATED")
     errors = [ib_rate(metric, f"{PORT} {name}", "increase") for metric, name in IB_ERRORS]
     return [
         Row(
@@ -201,7 +199,7 @@ def _port_rows() -> list[Row]:
                     "Transmit wait (congestion)",
                     [Q(IB_CONGESTION.expr(PORTS), PORT), saturated],
                     "percentunit",
-                    "Share of time data waited to be sent: wait ticks x $tick_bytes / link rate. "
+                    f"Share of time data waited to be sent: {metrics.congestion_formula()}. "
                     "A saturated 32-bit wait counter shows as 1 (unknown, not idle).",
                 ),
             ],
@@ -256,6 +254,6 @@ def build() -> Any:
             label_values("node", "ibpool_gpu_up", "node", title="Node", multi=False),
             label_values("gpu", 'ibpool_gpu_up{node=~"$node"}', "gpu", title="GPU"),
             label_values("device", 'ibpool_infiniband_state_id{node=~"$node"}', "device", title="IB device"),
-            tick_bytes(),
+            *([] if metrics.USE_RECORDING_RULES else [tick_bytes()]),
         ],
     )

@@ -7,7 +7,7 @@ from typing import Any
 from dashboards.annotations import changes_applied
 from dashboards.base import dashboard
 from dashboards.layout import Row
-from dashboards.metrics import POOL_ALLOCATION, POOL_GPU_UTILIZATION, POOL_IDLE_GPUS
+from dashboards.metrics import POOL_ALLOCATION, POOL_GPU_UTILIZATION, POOL_IDLE_GPUS, POOL_PENDING_GPUS
 from dashboards.panels import Q, stat, table, timeseries
 from dashboards.variables import label_values
 
@@ -26,7 +26,7 @@ def _now() -> Row:
             stat("Capacity", [total("capacity_gpus")], "none"),
             stat("Allocated", [total("allocated_gpus")], "none"),
             stat("Idle", [Q(f"sum({POOL_IDLE_GPUS.expr(POOLS)})")], "none"),
-            stat("Pending GPUs", [total("pending_gpus")], "none"),
+            stat("Pending GPUs", [Q(f"sum({POOL_PENDING_GPUS.expr(POOLS)})")], "none"),
             stat("Pending jobs", [total("pending_jobs")], "none"),
             stat("Running jobs", [total("running_jobs")], "none"),
         ],
@@ -44,7 +44,7 @@ def _capacity() -> Row:
                 [
                     Q(by_pool.format("capacity_gpus"), "{{pool}} capacity"),
                     Q(by_pool.format("allocated_gpus"), "{{pool}} allocated"),
-                    Q(by_pool.format("pending_gpus"), "{{pool}} pending"),
+                    Q(POOL_PENDING_GPUS.expr(POOLS), "{{pool}} pending"),
                 ],
                 "none",
                 "Moves between pools show as annotations (changes applied by the hooks).",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import importlib.util
 import os
 import shutil
@@ -20,6 +21,7 @@ PROMETHEUS = REPO / "deploy" / "prometheus" / "prometheus.yml"
 ALERTMANAGER = REPO / "deploy" / "alertmanager" / "alertmanager.yml"
 PROVISIONING = REPO / "dashboards" / "provisioning"
 IBPOOL_SERVICES = {"exporter", "fabric-exporter", "scheduler-exporter", "recommender"}
+RULES_MOUNT = "/etc/prometheus/rules"
 SERVICES = IBPOOL_SERVICES | {"prometheus", "alertmanager", "grafana", "influxdb", "telegraf"}
 
 
@@ -63,6 +65,20 @@ def test_prometheus_config_is_valid() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed")
+def test_prometheus_config_loads_the_rule_files_that_exist(tmp_path: Path) -> None:
+    """With ./alerts where compose mounts it, the globs find exactly the two rule files and they load."""
+    config = PROMETHEUS.read_text().replace(f"{RULES_MOUNT}/", f"{REPO / 'alerts'}/")
+    local = tmp_path / "prometheus.yml"
+    local.write_text(config)
+    found = {Path(p) for pattern in yaml.safe_load(config)["rule_files"] for p in glob.glob(pattern)}
+    assert found == {REPO / "alerts" / "recording_rules.yml", REPO / "alerts" / "alert_rules.yml"}
+    proc = _run(["promtool", "check", "config", str(local)])  # not --syntax-only: reads the rule files too
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for path in found:
+        assert f"Checking {path}" in proc.stdout, proc.stdout
+
+
 @pytest.mark.skipif(shutil.which("amtool") is None, reason="amtool is not installed")
 def test_alertmanager_config_is_valid() -> None:
     proc = _run(["amtool", "check-config", str(ALERTMANAGER)])
@@ -89,10 +105,24 @@ def test_ibpool_services_share_one_image_and_are_scraped_where_they_listen() -> 
     assert "FROM python:3.11-slim" in dockerfile and 'ENTRYPOINT ["ibpool"]' in dockerfile
 
 
+def test_scrape_jobs_are_what_the_rules_expect() -> None:
+    """alerts/README.md: jobs named `ibpool...`, node exporters carry `node`, the scheduler does not."""
+    jobs = {job["job_name"]: job for job in _load(PROMETHEUS)["scrape_configs"]}
+    ibpool = {name for name in jobs if name.startswith("ibpool")}
+    assert len(ibpool) == len(IBPOOL_SERVICES)
+    for name in ibpool:
+        assert not jobs[name].get("honor_labels", False), name
+    node_labels = {
+        name: [g.get("labels", {}).get("node") for g in jobs[name]["static_configs"]] for name in ibpool
+    }
+    assert all(node_labels["ibpool-exporter"]), "every node exporter target needs its `node` label"
+    assert not any(node_labels["ibpool-scheduler"]), "the scheduler's series carry `node` themselves"
+
+
 def test_prometheus_loads_the_rules_from_alerts() -> None:
     volumes = _load(COMPOSE)["services"]["prometheus"]["volumes"]
-    assert "./alerts:/etc/prometheus/rules:ro" in volumes
-    assert all(p.startswith("/etc/prometheus/rules/") for p in _load(PROMETHEUS)["rule_files"])
+    assert f"./alerts:{RULES_MOUNT}:ro" in volumes
+    assert all(p.startswith(f"{RULES_MOUNT}/") for p in _load(PROMETHEUS)["rule_files"])
 
 
 def test_grafana_is_provisioned_with_the_fixed_datasource_uid_and_the_json() -> None:

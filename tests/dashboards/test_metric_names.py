@@ -49,13 +49,20 @@ def test_recording_rule_names_follow_level_metric_operation() -> None:
 
 
 def test_recording_rules_replace_the_raw_expressions(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(metrics, "USE_RECORDING_RULES", False)
     for derived in DERIVED:
         raw = derived.expr('pool=~"$pool"')
-        assert "{SEL}" not in raw and derived.rule not in raw
+        assert "{SEL}" not in raw and (derived.rule is None or derived.rule not in raw)
+        assert 'pool=~"$pool"' in raw
+        if derived.raw_matchers:
+            assert "{" + derived.raw_matchers + ', pool=~"$pool"}' in raw
     monkeypatch.setattr(metrics, "USE_RECORDING_RULES", True)
     for derived in DERIVED:
-        assert derived.expr('pool=~"$pool"') == derived.rule + '{pool=~"$pool"}'
-        assert derived.expr() == derived.rule
+        if derived.rule is None:
+            assert derived.expr('pool=~"$pool"') == derived.raw.replace("{SEL}", '{pool=~"$pool"}')
+        else:
+            assert derived.expr('pool=~"$pool"') == derived.rule + '{pool=~"$pool"}'
+            assert derived.expr() == derived.rule
 
 
 def test_metric_names_skips_functions_labels_keywords_and_numbers() -> None:
