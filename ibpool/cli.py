@@ -18,6 +18,7 @@ commands:
   proposals            submit, list, show, approve, reject and audit change proposals
   simulate             a simulated cluster behind the real exporters, on one port
   scheduler-exporter   Slurm pools: capacity, allocated and pending GPUs, jobs, node states
+  apply                apply an approved proposal to OpenSM and Slurm (dry run unless --yes), verified, audited
   backtest             replay a per-pool minute trace: static vs rebalancing policy vs hindsight oracle
   dashboards           generate or check the Grafana dashboards (dashboards/json)
   version              print the version
@@ -34,6 +35,12 @@ def _exporter(argv: list[str]) -> int:
 
 def _fabric_exporter(argv: list[str]) -> int:
     from exporter.fabric.main import main
+
+    return main(argv)
+
+
+def _apply(argv: list[str]) -> int:
+    from scheduler_hooks.apply.cli import main
 
     return main(argv)
 
@@ -74,6 +81,7 @@ def _version(_: list[str]) -> int:
 
 
 COMMANDS: dict[str, Main] = {
+    "apply": _apply,
     "backtest": _backtest,
     "dashboards": _dashboards,
     "exporter": _exporter,

@@ -1,0 +1,126 @@
+"""The Slurm side: SlurmAdapter apply (it undoes itself on failure), rollback and recovery from steps.
+
+The adapter reports each step after it is done; `ApplyRecord.from_steps` rebuilds its record from the
+steps the store kept, which is all that rollback and recovery need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from proposals.model import Change
+from scheduler_hooks.apply.sides import AFTER, BEFORE, STALE, Recorded, SideFailedError, SideResult, StepSink
+from scheduler_hooks.errors import HookError, SlurmApplyFailedError
+from scheduler_hooks.slurm import ApplyRecord, Outcome, SlurmAdapter, SlurmConfig, Step
+from scheduler_hooks.slurm.plan import plan_changes
+
+_UNDONE = (Step.ROLLED_BACK, Step.GAVE_UP)
+
+
+class SlurmSide:
+    """Slurm partitions (pools), through SlurmAdapter."""
+
+    name = "slurm"
+
+    def __init__(self, config: SlurmConfig, adapter: SlurmAdapter | None = None) -> None:
+        self.config = config
+        self.adapter = adapter or SlurmAdapter(config)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def handles(self, target: str) -> bool:
+        """Targets named `slurm.partition.<pool>.nodes`."""
+        return SlurmAdapter.handles(target)
+
+    def read(self, target: str) -> str:
+        """The partition's full node list as sinfo shows it."""
+        return self.adapter.read(target)
+
+    def status(self, changes: Sequence[Change]) -> dict[str, str]:
+        """`after` where the partition holds `after`, `stale` where it holds neither side."""
+        try:
+            plan = plan_changes(changes, self.adapter.live.partitions())
+        except ValueError as exc:
+            raise SideFailedError(f"slurm: {exc}", undone=True) from None
+        done, stale = set(plan.done), set(plan.stale)
+        return {
+            c.target: AFTER if c.target in done else STALE if c.target in stale else BEFORE for c in changes
+        }
+
+    def validate(self, changes: Sequence[Change]) -> list[str]:
+        """Names, partitions, nodes, empty partitions and slurm.conf, every problem at once."""
+        return [f"slurm: {problem}" for problem in self.adapter.validate(changes)]
+
+    def describe(self, changes: Sequence[Change]) -> list[str]:
+        """Nodes to drain, the partition updates, the read-back and persistence."""
+        plan = plan_changes(changes, self.adapter.live.partitions())
+        leaving = sorted(set().union(*(p.leaving for p in plan.plans)))
+        lines = []
+        if leaving:
+            lines.append(
+                f"drain {','.join(leaving)} and wait for their running jobs to end "
+                f"(deadline {self.config.drain_deadline_seconds:g} s, then give up and resume)"
+            )
+        lines += [
+            f"scontrol update PartitionName={p.partition} Nodes={','.join(p.after)}" for p in plan.plans
+        ]
+        if leaving:
+            lines.append(f"resume {','.join(leaving)}")
+        lines.append("read the partitions back with sinfo; on a failure set the previous lists again")
+        if self.config.persist:
+            lines.append(f"write the new node lists into {self.config.slurm_conf} (previous version kept)")
+        return lines
+
+    # --- acting ----------------------------------------------------------------------------------
+
+    def apply(self, proposal_id: str, changes: Sequence[Change], sink: StepSink) -> SideResult:
+        """Drain, wait, set the full lists, resume, read back (and persist); undone on a failure."""
+        seen: list[str] = []
+
+        def keep(step: str, detail: Mapping[str, Any]) -> None:
+            seen.append(step)
+            sink(step, detail)
+
+        try:
+            record = self.adapter.apply(changes, keep, proposal=proposal_id)
+        except HookError as exc:
+            # Nothing changed before `planned`; after it, only a reported rollback or give-up undid it.
+            undone = not seen or seen[-1] in _UNDONE
+            raise SideFailedError(f"slurm: {exc}", undone) from exc
+        return SideResult.NOOP if record.outcome is Outcome.NOOP else SideResult.APPLIED
+
+    def rollback(
+        self, proposal_id: str, changes: Sequence[Change], recorded: Recorded, sink: StepSink
+    ) -> None:
+        """Previous full lists, our nodes resumed, slurm.conf restored, read back."""
+        record = ApplyRecord.from_steps(proposal_id, recorded)
+        if not record.plans or record.outcome in (Outcome.ROLLED_BACK, Outcome.GAVE_UP):
+            return
+        try:
+            self.adapter.rollback(record, sink)
+        except HookError as exc:
+            raise SideFailedError(f"slurm: rollback failed: {exc}", undone=False) from exc
+
+    def recover(
+        self, proposal_id: str, changes: Sequence[Change], recorded: Recorded, sink: StepSink
+    ) -> SideResult:
+        """Forward once the partitions were set, else back (the adapter's rule)."""
+        record = ApplyRecord.from_steps(proposal_id, recorded)
+        if record.outcome in (Outcome.ROLLED_BACK, Outcome.GAVE_UP):
+            return SideResult.ROLLED_BACK
+        if record.outcome is Outcome.APPLIED:
+            return SideResult.APPLIED
+        try:
+            if not record.plans:
+                at_after = all(value == AFTER for value in self.status(changes).values())
+                return SideResult.NOOP if at_after else SideResult.UNTOUCHED
+            done = self.adapter.recover(record, sink)
+        except SlurmApplyFailedError:
+            return SideResult.ROLLED_BACK  # the forward path failed and was undone
+        except HookError as exc:
+            raise SideFailedError(f"slurm: recovery failed: {exc}", undone=False) from exc
+        return SideResult.APPLIED if done.outcome is Outcome.APPLIED else SideResult.ROLLED_BACK
