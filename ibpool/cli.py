@@ -18,7 +18,7 @@ commands:
   proposals            submit, list, show, approve, reject and audit change proposals
   simulate             a simulated cluster behind the real exporters, on one port
   scheduler-exporter   Slurm pools: capacity, allocated and pending GPUs, jobs, node states
-  apply                apply an approved proposal to OpenSM and Slurm (dry run unless --yes), verified, audited
+  apply                apply an approved proposal to OpenSM and Slurm (dry run unless --yes)
   backtest             replay a per-pool minute trace: static vs rebalancing policy vs hindsight oracle
   dashboards           generate or check the Grafana dashboards (dashboards/json)
   version              print the version
