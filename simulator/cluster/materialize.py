@@ -87,7 +87,9 @@ class ClusterNodeView:
             return
         tree.add_traffic(device, 1, now.xmit_bytes - before.xmit_bytes, now.rcv_bytes - before.rcv_bytes)
         deltas = {
-            "port_xmit_wait": now.xmit_wait - before.xmit_wait,
+            # Uncapped ticks: the node's own 32-bit counter saturates where it would on the HCA; the
+            # model's capped value would stop the tree just short of 2^32-1 and read as idle.
+            "port_xmit_wait": now.xmit_wait_ticks - before.xmit_wait_ticks,
             "symbol_error": now.symbol_error - before.symbol_error,
             "link_downed": now.link_downed - before.link_downed,
         }

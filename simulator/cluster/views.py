@@ -177,6 +177,7 @@ class HcaCounters:
     symbol_error: int
     link_downed: int
     saturated: frozenset[str]
+    xmit_wait_ticks: int = 0  # the same ticks without saturation
 
 
 def scheduler_view(model: ClusterModel) -> SchedulerView:
@@ -325,4 +326,5 @@ def hca_counters(model: ClusterModel, index: int) -> HcaCounters:
         symbol_error=fabric.symbol_error[index],
         link_downed=fabric.link_downed[index],
         saturated=saturated,
+        xmit_wait_ticks=int(fabric.xmit_wait[index]),
     )

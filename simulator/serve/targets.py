@@ -31,6 +31,11 @@ def sd_groups(
             continue
         if limit is not None and len(groups) >= limit:
             break
-        labels = {"node": name, "pool": ",".join(node.pools), "__metrics_path__": node_metrics_path(name)}
+        labels = {
+            "node": name,
+            "pool": ",".join(node.pools),
+            "instance": f"{address}/{name}",  # one port serves every node: keep their series apart
+            "__metrics_path__": node_metrics_path(name),
+        }
         groups.append({"targets": [address], "labels": labels})
     return groups

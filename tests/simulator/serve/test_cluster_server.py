@@ -50,7 +50,12 @@ def test_targets_list_every_node_with_its_pool_and_metrics_path(server: ClusterS
     assert len(groups) == 16
     assert groups[0] == {
         "targets": [f"127.0.0.1:{server.port}"],
-        "labels": {"node": "node0001", "pool": "recsys", "__metrics_path__": "/nodes/node0001/metrics"},
+        "labels": {
+            "node": "node0001",
+            "pool": "recsys",
+            "instance": f"127.0.0.1:{server.port}/node0001",
+            "__metrics_path__": "/nodes/node0001/metrics",
+        },
     }
     llm = _json(server, "/targets?pool=llm&limit=3")
     assert [g["labels"]["node"] for g in llm] == ["node0009", "node0010", "node0011"]
@@ -104,6 +109,7 @@ def test_a_partition_move_shows_in_the_scheduler_metrics_and_the_targets(server:
     assert group["labels"] == {
         "node": "node0008",
         "pool": "llm",
+        "instance": f"127.0.0.1:{server.port}/node0008",
         "__metrics_path__": "/nodes/node0008/metrics",
     }
     status, answer = post(server.port, "/-/control/partition", b"PartitionName=llm Nodes=node[0008-0099]")
