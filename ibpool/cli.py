@@ -16,6 +16,7 @@ commands:
   exporter             node exporter: GPU (NVML) and IB port metrics; --simulate for a fake node
   fabric-exporter      IB fabric: every switch port's counters (perfquery), per-VL waits, topology
   proposals            submit, list, show, approve, reject and audit change proposals
+  recommend            propose pool moves and VL-weight changes from the time series (--once: one cycle)
   simulate             a simulated cluster behind the real exporters, on one port
   scheduler-exporter   Slurm pools: capacity, allocated and pending GPUs, jobs, node states
   apply                apply an approved proposal to OpenSM and Slurm (dry run unless --yes)
@@ -63,6 +64,12 @@ def _proposals(argv: list[str]) -> int:
     return main(argv)
 
 
+def _recommend(argv: list[str]) -> int:
+    from recommender.cli import main
+
+    return main(argv)
+
+
 def _simulate(argv: list[str]) -> int:
     from simulator.serve.main import main
 
@@ -87,6 +94,7 @@ COMMANDS: dict[str, Main] = {
     "exporter": _exporter,
     "fabric-exporter": _fabric_exporter,
     "proposals": _proposals,
+    "recommend": _recommend,
     "scheduler-exporter": _scheduler_exporter,
     "simulate": _simulate,
     "version": _version,

@@ -1,0 +1,264 @@
+"""One recommendation cycle: signals -> rebalance + quota policies -> proposals -> store -> auto-approval.
+
+`Recommender.evaluate(signals)` is the pure part (policies only); `run_once()` fetches, evaluates, submits
+(a proposal equal in kind and changes to one still pending is not submitted again) and lets the approval
+policy file decide. Hysteresis memory (quota state, per-pool history for the rebalance windows) lives in
+the Recommender and, when `state_path` is given, in a JSON file beside the store so `--once` runs chain.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from proposals import targets
+from proposals.approval import Decision, auto_approve_pending
+from proposals.approval_config import ApprovalConfig
+from proposals.model import Change, Evidence, Proposal
+from proposals.states import PENDING
+from proposals.store import Store
+from recommender.policies.quota import QuotaPolicy, QuotaState
+from recommender.policies.rebalance import Move, RebalancePolicy
+from recommender.signals.history import PoolHistory, cluster_view
+from recommender.signals.model import POOLS, Missing, Signals
+from recommender.signals.source import SignalSource
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """A proposal this cycle made, and whether the store took it as new."""
+
+    id: str
+    created: bool
+    proposal: Proposal
+
+
+@dataclass(frozen=True)
+class CycleResult:
+    """What one cycle did."""
+
+    ok: bool
+    started_at: float
+    duration_seconds: float
+    source: str
+    missing: tuple[Missing, ...] = ()
+    submitted: tuple[Submitted, ...] = ()
+    skipped_duplicates: int = 0
+    decisions: tuple[Decision, ...] = ()
+    notes: tuple[str, ...] = ()
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary."""
+        return {
+            "ok": self.ok,
+            "started_at": self.started_at,
+            "duration_seconds": self.duration_seconds,
+            "source": self.source,
+            "missing": [{"signal": m.signal, "reason": m.reason} for m in self.missing],
+            "proposals": [{"id": s.id, "new": s.created, **s.proposal.to_dict()} for s in self.submitted],
+            "skipped_duplicates": self.skipped_duplicates,
+            "auto_approval": [asdict(d) for d in self.decisions],
+            "notes": list(self.notes),
+            "error": self.error,
+        }
+
+
+@dataclass
+class Evaluation:
+    """The policies' output for one snapshot."""
+
+    proposals: list[Proposal] = field(default_factory=list)
+    missing: list[Missing] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+class Recommender:
+    """Runs cycles against one source and one store."""
+
+    def __init__(
+        self,
+        source: SignalSource,
+        store: Store,
+        *,
+        quota: QuotaPolicy | None = None,
+        rebalance: RebalancePolicy | None = None,
+        approval: ApprovalConfig | None = None,
+        gpus_per_node: int = 8,
+        state_path: Path | None = None,
+    ) -> None:
+        self.source = source
+        self.store = store
+        self.quota = quota or QuotaPolicy()
+        self.rebalance = rebalance or RebalancePolicy()
+        self.approval = approval
+        self.gpus_per_node = gpus_per_node
+        self.state_path = state_path
+        self.quota_state = QuotaState()
+        self.history = PoolHistory()
+        self._load_state()
+
+    def evaluate(self, signals: Signals) -> Evaluation:
+        """Both policies on one snapshot (no I/O); updates the hysteresis memory."""
+        out = Evaluation()
+        lacking = signals.lacking((POOLS,))
+        if lacking:
+            out.missing += lacking
+        else:
+            self.history.record(signals)
+            view = cluster_view(signals, self.history, self.gpus_per_node, self.rebalance)
+            moves = self.rebalance.propose(view)
+            out.proposals += moves_to_proposals(signals, moves, self.rebalance)
+            for move in moves:
+                self.history.lent(move.to_pool, signals.taken_at, move.nodes)
+        decision = self.quota.propose(signals, self.quota_state)
+        self.quota_state = decision.state
+        out.proposals += decision.proposals
+        out.missing += [m for m in decision.missing if m not in out.missing]
+        out.notes += decision.notes
+        return out
+
+    def run_once(self) -> CycleResult:
+        """Fetch, evaluate, submit, auto-approve; never raises for missing data."""
+        started, clock = time.time(), time.perf_counter()
+        signals = self.source.fetch()
+        found = self.evaluate(signals)
+        pending = {_shape(s.proposal) for s in self.store.list_proposals(PENDING)}
+        submitted: list[Submitted] = []
+        skipped = 0
+        for proposal in found.proposals:
+            if _shape(proposal) in pending:
+                skipped += 1
+                continue
+            stored, created = self.store.submit(proposal)
+            submitted.append(Submitted(stored.id, created, proposal))
+            log.info("proposed %s %s: %s", proposal.kind, stored.id[:12], proposal.expected_effect)
+        decisions: list[Decision] = []
+        if self.approval is not None and self.approval.name is not None:
+            decisions = auto_approve_pending(self.store, self.approval)
+        for item in found.missing:
+            log.warning("no proposal from the policies that need %s", item)
+        self._save_state()
+        return CycleResult(
+            ok=True,
+            started_at=started,
+            duration_seconds=time.perf_counter() - clock,
+            source=signals.source,
+            missing=tuple(found.missing),
+            submitted=tuple(submitted),
+            skipped_duplicates=skipped,
+            decisions=tuple(decisions),
+            notes=tuple(found.notes),
+        )
+
+    # --- hysteresis memory on disk ------------------------------------------------------------------
+
+    def _load_state(self) -> None:
+        if self.state_path is None or not self.state_path.exists():
+            return
+        try:
+            data = json.loads(self.state_path.read_text(encoding="utf-8"))
+            self.quota_state = QuotaState(
+                dict(data["quota"]["first_seen"]),
+                dict(data["quota"]["last_proposed"]),
+                dict(data["quota"]["baseline_util"]),
+            )
+            self.history = PoolHistory.from_dict(data["history"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("ignoring recommender state %s: %s", self.state_path, exc)
+
+    def _save_state(self) -> None:
+        if self.state_path is None:
+            return
+        data = {"quota": asdict(self.quota_state), "history": self.history.to_dict()}
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, sort_keys=True), encoding="utf-8")
+        tmp.replace(self.state_path)
+
+
+_QUERIES = {
+    "pending_gpus_min": 'min_over_time(pool:ibpool_pool_pending_gpus:sum{{pool="{to}"}}[{w}])',
+    "donor_spare_nodes": 'pool idle whole nodes above the reserve (max_over_time demand[{w}]) of "{frm}"',
+    "free_gpus": 'ibpool_pool_capacity_gpus{{pool="{home}"}} - allocated - pending',
+}
+
+
+def moves_to_proposals(
+    signals: Signals, moves: Sequence[Move], policy: RebalancePolicy, expires_seconds: float = 3600.0
+) -> list[Proposal]:
+    """Each move as a `move_nodes` proposal: the donor's idle nodes (last in natural order) change pool."""
+    members: dict[str, list[str]] = {p: [] for p in signals.pools}
+    for node in signals.nodes.values():
+        for pool in node.pools:
+            members.setdefault(pool, []).append(node.name)
+    created = datetime.fromtimestamp(signals.taken_at, UTC).replace(microsecond=0)
+    out: list[Proposal] = []
+    for move in moves:
+        donor, taker = members.get(move.from_pool, []), members.get(move.to_pool, [])
+        idle = [n for n in donor if signals.nodes[n].state == "idle" and n not in taker]
+        chosen = sorted(idle, key=targets.node_sort_key)[-move.nodes :] if move.nodes else []
+        if len(chosen) < move.nodes:
+            continue  # not enough idle whole nodes now: no guess
+        changes = (
+            Change(
+                targets.slurm_partition_nodes(move.from_pool),
+                targets.format_node_list(donor),
+                targets.format_node_list(set(donor) - set(chosen)),
+            ),
+            Change(
+                targets.slurm_partition_nodes(move.to_pool),
+                targets.format_node_list(taker),
+                targets.format_node_list(set(taker) | set(chosen)),
+            ),
+        )
+        evidence = tuple(
+            Evidence(
+                _QUERIES.get(e.signal, e.signal).format(
+                    to=move.to_pool,
+                    frm=move.from_pool,
+                    home=move.home_pool,
+                    w=f"{max(1, round(e.window_min))}m",
+                ),
+                f"{max(1, round(e.window_min))}m",
+                e.value,
+                e.threshold,
+            )
+            for e in move.evidence
+        )
+        effect = (
+            f"{move.kind}: {move.nodes} node(s) ({', '.join(chosen)}) of {move.home_pool} "
+            f"from {move.from_pool}"
+            f" to {move.to_pool}: {move.reason}"
+        )
+        out.append(
+            Proposal(
+                kind="move_nodes",
+                changes=changes,
+                evidence=evidence,
+                expected_effect=effect,
+                created_at=created,
+                expires_at=created + timedelta(seconds=expires_seconds),
+                policy=policy.name,
+            )
+        )
+    return out
+
+
+def _shape(proposal: Proposal) -> tuple[str, tuple[tuple[str, str, str], ...]]:
+    return proposal.kind, tuple((c.target, c.before, c.after) for c in proposal.changes)
+
+
+def state_path_for(db: Path) -> Path:
+    """Where the hysteresis memory of a store's recommender lives."""
+    return db.with_name(db.name + ".recommender-state.json")
+
+
+__all__: Sequence[str] = ("CycleResult", "Evaluation", "Recommender", "Submitted", "state_path_for")

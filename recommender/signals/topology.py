@@ -1,0 +1,50 @@
+"""Which pools' traffic crosses a port: from node -> pool labels and, for switch ports, the cabling.
+
+An HCA port carries its node's pools. A switch port cabled to an HCA carries that node's pools; a port
+between two switches carries the pools of the hosts under the switch that has hosts (a leaf's uplink: the
+leaf's hosts; a spine's downlink: the hosts of the leaf below). The node of an HCA is the first word of
+its node description (OpenSM's `hostname mlx5_0` convention).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+
+from recommender.signals.raw import LinkInfo
+
+
+def node_of_desc(desc: str) -> str:
+    """`node0001 mlx5_0` -> `node0001`."""
+    return desc.split(" ", 1)[0] if desc else ""
+
+
+class FabricTopology:
+    """Port -> pools for switch ports, from link info and the switch set."""
+
+    def __init__(
+        self, links: Iterable[LinkInfo], switches: Iterable[str], pools_of_node: Mapping[str, tuple[str, ...]]
+    ) -> None:
+        self._switches = set(switches)
+        self._pools_of_node = pools_of_node
+        self._remote: dict[tuple[str, str], LinkInfo] = {}
+        hosts: dict[str, set[str]] = defaultdict(set)
+        for link in links:
+            self._remote[(link.node_guid, link.port)] = link
+            if link.remote_guid not in self._switches:
+                hosts[link.node_guid].add(node_of_desc(link.remote_desc))
+        self._hosts = hosts
+
+    def _pools(self, nodes: Iterable[str]) -> tuple[str, ...]:
+        return tuple(sorted({p for n in nodes for p in self._pools_of_node.get(n, ())}))
+
+    def pools_of_port(self, guid: str, port: str) -> tuple[str, ...]:
+        """Pools whose traffic leaves through switch port (guid, port); () when the cabling is unknown."""
+        link = self._remote.get((guid, port))
+        if link is None:
+            return ()
+        if link.remote_guid not in self._switches:
+            return self._pools([node_of_desc(link.remote_desc)])
+        if self._hosts.get(guid):
+            return self._pools(self._hosts[guid])
+        return self._pools(self._hosts.get(link.remote_guid, ()))
