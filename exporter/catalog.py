@@ -451,3 +451,42 @@ SCHEDULER_POLL_TIMESTAMP = MetricSpec(
     "gauge",
     "Unix time of the last successful poll of the scheduler.",
 )
+
+# --- InfluxDB push (exporter/influx) -------------------------------------------------------------
+INFLUX_POINTS_WRITTEN = MetricSpec(
+    "ibpool_influx_points_written_total", "counter", "Points the InfluxDB server acknowledged."
+)
+INFLUX_POINTS_RETRIED = MetricSpec(
+    "ibpool_influx_points_retried_total",
+    "counter",
+    "Points in InfluxDB writes that failed and were queued again.",
+)
+INFLUX_POINTS_REPLAYED = MetricSpec(
+    "ibpool_influx_points_replayed_total",
+    "counter",
+    "Points acknowledged shortly before a failed write and queued again (the server may have lost them).",
+)
+INFLUX_POINTS_DROPPED = MetricSpec(
+    "ibpool_influx_points_dropped_total",
+    "counter",
+    "Points given up: spill_budget, corrupt_spill, buffer_full (no spill directory), rejected by the "
+    "server, not_finite (NaN/Inf), shutdown (no spill directory).",
+    ("reason",),
+)
+INFLUX_SPILL_CORRUPT_RECORDS = MetricSpec(
+    "ibpool_influx_spill_corrupt_records_total",
+    "counter",
+    "Damaged spill records skipped (a segment cut off by a crash, or a failed checksum).",
+)
+INFLUX_BUFFER_POINTS = MetricSpec(
+    "ibpool_influx_buffer_points", "gauge", "Points waiting in memory, including the batch in flight."
+)
+INFLUX_SPILL_POINTS = MetricSpec(
+    "ibpool_influx_spill_points", "gauge", "Points waiting in spill files on disk."
+)
+INFLUX_SPILL_BYTES = MetricSpec("ibpool_influx_spill_bytes", "gauge", "Size of the spill files on disk.")
+INFLUX_LAST_WRITE = MetricSpec(
+    "ibpool_influx_last_write_timestamp_seconds",
+    "gauge",
+    "Unix time of the last successful write to InfluxDB.",
+)

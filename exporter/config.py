@@ -21,6 +21,9 @@ simulate:
   ports: 8
   seed: 1
   step_seconds: 1.0
+influx:                         # optional push to InfluxDB; every key: exporter/influx/config.py
+  url: http://influxdb:8086
+  spill: {directory: /var/lib/ibpool/influx-spill}
 ```
 """
 
@@ -31,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from exporter.errors import ConfigError
+from exporter.influx.config import INFLUX_YAML_KEYS, add_influx_flags, validate_influx
 from exporter.settings import WEB_YAML_KEYS, add_common_flags, gather_settings, reporter, validate_web
 
 DEFAULT_LISTEN = ":9470"
@@ -56,6 +60,22 @@ class ExporterConfig:
     simulate_ports: int = 8
     simulate_seed: int = 1
     simulate_step_seconds: float = 1.0
+    influx_url: str | None = None
+    influx_token_file: Path | None = None
+    influx_org: str = ""
+    influx_bucket: str = "ibpool"
+    influx_interval_seconds: float = 1.0
+    influx_batch_size: int = 5000
+    influx_flush_interval_seconds: float = 1.0
+    influx_buffer_points: int = 100_000
+    influx_spill_directory: Path | None = None
+    influx_spill_max_bytes: int = 1 << 30
+    influx_retry_initial_seconds: float = 1.0
+    influx_retry_max_seconds: float = 60.0
+    influx_retry_exponential_base: float = 2.0
+    influx_replay_seconds: float = 30.0
+    influx_timeout_seconds: float = 10.0
+    influx_gzip: bool = False
     log_level: str = "info"
 
 
@@ -75,6 +95,7 @@ _YAML_KEYS: dict[str, tuple[str, type]] = {
     "simulate.ports": ("simulate_ports", int),
     "simulate.seed": ("simulate_seed", int),
     "simulate.step_seconds": ("simulate_step_seconds", float),
+    **INFLUX_YAML_KEYS,
 }
 _FLAG_FIELDS = tuple(field for field, _ in _YAML_KEYS.values())  # each flag's dest is its field
 
@@ -117,6 +138,7 @@ def build_parser(prog: str = "ibpool exporter") -> argparse.ArgumentParser:
     add("--simulate.ports", dest="simulate_ports", type=int)
     add("--simulate.seed", dest="simulate_seed", type=int)
     add("--simulate.step-seconds", dest="simulate_step_seconds", type=float)
+    add_influx_flags(p)
     return p
 
 
@@ -135,6 +157,7 @@ def _validate(cfg: ExporterConfig, origin: dict[str, str], problems: list[str]) 
         bad("simulate_ports", "must be between 1 and 64")
     if cfg.simulate_step_seconds <= 0:
         bad("simulate_step_seconds", "must be > 0")
+    validate_influx(cfg, bad)
 
 
 def load_config(argv: list[str]) -> ExporterConfig:

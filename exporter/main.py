@@ -12,6 +12,8 @@ from exporter.entry import run_exporter, web_config_of
 from exporter.errors import ExporterError
 from exporter.health import HealthCheck
 from exporter.http_server import MetricsHTTPServer, parse_listen_address
+from exporter.influx.config import push_settings
+from exporter.influx.pusher import InfluxPusher, start_push
 from exporter.registry import Registry
 from exporter.wiring import Node, build_node
 
@@ -23,11 +25,19 @@ def serve(cfg: ExporterConfig, stop: threading.Event) -> int:
     web = web_config_of(cfg)
     raise_fd_limit()
     node: Node = build_node(cfg)
-    registry = Registry(node.collectors, node.deadlines)
+    try:
+        pusher = start_influx_push(cfg, node)
+    except (ExporterError, OSError) as exc:
+        node.close()
+        raise ExporterError(f"cannot start the InfluxDB push: {exc}") from None
+    self_metrics = [pusher.collector] if pusher is not None else []
+    registry = Registry([*node.collectors, *self_metrics], node.deadlines)
     health = HealthCheck(registry, cfg.health_max_age_seconds, node.health_checks)
     try:
         server = MetricsHTTPServer(parse_listen_address(cfg.listen_address), web)
     except OSError as exc:
+        if pusher is not None:
+            pusher.close()
         node.close()
         registry.close()
         raise ExporterError(f"cannot listen on {cfg.listen_address}: {exc.strerror or exc}") from None
@@ -46,9 +56,22 @@ def serve(cfg: ExporterConfig, stop: threading.Event) -> int:
     finally:
         server.shutdown()
         server.server_close()
+        if pusher is not None:
+            pusher.close()  # before node.close(): its collectors read the node's hardware (or simulation)
         node.close()
         registry.close()
     return 0
+
+
+def start_influx_push(cfg: ExporterConfig, node: Node) -> InfluxPusher | None:
+    """The InfluxDB push over its own collector instances, started; None when no URL is configured."""
+    settings = push_settings(cfg)
+    if settings is None or node.fresh_collectors is None:
+        return None
+    collectors, deadlines = node.fresh_collectors()
+    pusher = start_push(settings, collectors, deadlines)
+    log.info("pushing to %s every %g s", settings.url, settings.interval_seconds)
+    return pusher
 
 
 def raise_fd_limit() -> None:

@@ -6,6 +6,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from exporter.collectors.base import Collector
@@ -30,6 +31,8 @@ class Node:
     health_checks: list[Callable[[], str | None]] = field(default_factory=list)
     routes: list[tuple[str, str, Route]] = field(default_factory=list)
     closers: list[Callable[[], None]] = field(default_factory=list)
+    # a second, independent set of collectors over the same hardware (the InfluxDB push samples its own)
+    fresh_collectors: Callable[[], tuple[list[Collector], dict[str, float]]] | None = None
 
     def close(self) -> None:
         """Stop what the node started (simulation threads, temp trees); collectors close via the registry."""
@@ -56,19 +59,35 @@ def build_node(cfg: ExporterConfig) -> Node:
         import pynvml
 
         nvml = pynvml
+    node.collectors, node.deadlines, gpu = _collectors(cfg, nvml, sysfs_root)
+    if gpu is not None and gpu.xid is not None:
+        node.health_checks.append(gpu.xid.health_problem)
+
+    def fresh() -> tuple[list[Collector], dict[str, float]]:
+        collectors, deadlines, _ = _collectors(cfg, nvml, sysfs_root)
+        return collectors, deadlines
+
+    node.fresh_collectors = fresh
+    return node
+
+
+def _collectors(
+    cfg: ExporterConfig, nvml: Any, sysfs_root: Path
+) -> tuple[list[Collector], dict[str, float], GpuCollector | None]:
+    """New collector instances for `cfg` (their state, e.g. NVML sample windows, is their own)."""
+    collectors: list[Collector] = []
+    deadlines: dict[str, float] = {}
     gpu: GpuCollector | None = None
     if cfg.gpu:
         gpu = build_gpu_collector(nvml)
-        node.collectors.append(gpu)
-        node.deadlines[gpu.name] = cfg.gpu_deadline_seconds
-        if gpu.xid is not None:
-            node.health_checks.append(gpu.xid.health_problem)
+        collectors.append(gpu)
+        deadlines[gpu.name] = cfg.gpu_deadline_seconds
     if cfg.infiniband:
         verbs = VerbsMtuSource() if cfg.verbs and not cfg.simulate else None
-        node.collectors.append(InfinibandCollector(InfinibandSysfsSource(sysfs_root), verbs))
+        collectors.append(InfinibandCollector(InfinibandSysfsSource(sysfs_root), verbs))
     if cfg.jobs:
-        node.collectors.append(JobsCollector(JobMapSource(cfg.jobs_directory), gpu.uuid_of if gpu else None))
-    return node
+        collectors.append(JobsCollector(JobMapSource(cfg.jobs_directory), gpu.uuid_of if gpu else None))
+    return collectors, deadlines, gpu
 
 
 def _start_simulation(cfg: ExporterConfig, sim: Any, node: Node) -> None:

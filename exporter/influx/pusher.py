@@ -1,0 +1,189 @@
+"""Pushes the exporter's samples to InfluxDB (line protocol over `/api/v2/write`) at its own interval.
+
+Sampling. The pusher collects from its own `Registry` over its own collector instances (built by the
+wiring over the same hardware handles), every `interval_seconds` (1-5 s, finer than Prometheus scrapes).
+Collector state is per instance, so the scrape's "since the previous scrape" windows (NVML utilization
+samples, GPM) are untouched and pushed points average over the push interval. Re-serving the scrape
+registry's last result was rejected: the push would then only be as fine as the scrapes, and collecting
+on the scrape registry would shrink the scrape's averaging window to the push interval.
+
+Points. Measurement = metric name, tags = labels, field `value`, timestamp = the collection's start in ns
+(`lineproto`). A point is fully determined at collection, so sending it twice writes the same (series,
+timestamp, value): writes are idempotent by construction. InfluxDB overwrites such a point; VictoriaMetrics
+keeps both copies unless it runs with `-dedup.minScrapeInterval` (1ms is enough; the tests show both).
+
+Why not influxdb-client's batching `WriteApi`: after `max_retries` or `max_retry_time` it drops the batch
+(only an error callback sees it); while one batch is retried, the ones behind it pile up in its rx pipeline,
+in memory, without a bound; nothing goes to disk, so a crash or restart loses them; and its `Point`
+serialisation costs ~8 us a point (benchmarks/influx_push.py). So the pusher has a thin own batcher
+(`buffer` + `spill`) and uses the client's synchronous `WriteApi` only for the HTTP write (`writer`):
+
+- batches of up to `batch_size` points, sent when full or `flush_interval_seconds` old;
+- retries with exponential backoff (`backoff`), no retry limit: a batch that fails stays first in line;
+- a bounded memory tier that spills to fsync'd segment files within a disk budget (oldest dropped past it,
+  counted); while the server is down everything goes to disk; the spill drains first, in order;
+- restart-safe: `close()` moves what is left in memory to the spill; the next start drains it;
+- server crashes: a server may lose writes it acknowledged just before it died, so after a failure the
+  batches acknowledged in the last `replay_seconds` are sent again (`replay`; idempotent, see above).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+
+from exporter.collectors.base import Collector
+from exporter.exposition import MetricFamily
+from exporter.influx.backoff import Backoff
+from exporter.influx.buffer import PushBuffer
+from exporter.influx.lineproto import LineEncoder
+from exporter.influx.metrics import PushCollector, PushStats
+from exporter.influx.replay import ReplayWindow
+from exporter.influx.settings import PushSettings
+from exporter.influx.spill import SpillQueue
+from exporter.influx.writer import InfluxWriter, Writer
+from exporter.registry import Registry
+
+log = logging.getLogger(__name__)
+
+Source = Callable[[], list[MetricFamily]]
+
+
+class InfluxPusher:
+    """Samples `source` on a thread and writes the points on another; `close()` stops both."""
+
+    def __init__(
+        self,
+        settings: PushSettings,
+        source: Source,
+        writer: Writer | None = None,
+        *,
+        clock_ns: Callable[[], int] = time.time_ns,
+        rng: Callable[[], float] = random.random,
+        closers: Sequence[Callable[[], None]] = (),
+    ) -> None:
+        self.settings = settings
+        self._source = source
+        self._clock_ns = clock_ns
+        self._closers = list(closers)
+        s = settings
+        spill = None
+        if s.spill_directory is not None:
+            spill = SpillQueue(s.spill_directory, s.spill_max_bytes, s.spill_segment_bytes)
+        replay = ReplayWindow(s.replay_seconds, s.buffer_points) if s.replay_seconds > 0 else None
+        self.buffer = PushBuffer(s.batch_size, s.buffer_points, spill, replay=replay)
+        self.stats = PushStats()
+        self.encoder = LineEncoder(s.batch_size)
+        self._writer = writer or InfluxWriter(
+            s.url, s.bucket, org=s.org, token=s.token, timeout_seconds=s.timeout_seconds, gzip=s.gzip
+        )
+        self._backoff = Backoff(
+            s.retry_interval_seconds, s.exponential_base, s.max_retry_delay_seconds, s.jitter, rng
+        )
+        self._stop_sampling = threading.Event()
+        self._stop_sending = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._closed = False
+
+    @property
+    def collector(self) -> Collector:
+        """The self metrics, as a collector for the exporter's scrape registry."""
+        return PushCollector(self.stats, self.buffer.state)
+
+    def start(self, sample: bool = True) -> None:
+        """Start the sender (it drains any spill left by a previous run) and, with `sample`, the sampler."""
+        targets = [("influx-sender", self._send_loop)]
+        if sample:
+            targets.append(("influx-sampler", self._sample_loop))
+        for name, target in targets:
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def sample_once(self, timestamp_ns: int | None = None) -> int:
+        """Collect once and queue the points, stamped with the collection's start; the points queued."""
+        stamp = self._clock_ns() if timestamp_ns is None else timestamp_ns
+        return self.offer(self._source(), stamp)
+
+    def offer(self, families: Iterable[MetricFamily], timestamp_ns: int) -> int:
+        """Encode and queue families collected at `timestamp_ns`; the points queued."""
+        chunks, skipped = self.encoder.encode(families, timestamp_ns)
+        if skipped:
+            self.stats.not_finite(skipped)
+        self.buffer.put(chunks)
+        return sum(c.points for c in chunks)
+
+    def _sample_loop(self) -> None:
+        interval = self.settings.interval_seconds
+        due = time.monotonic()
+        while not self._stop_sampling.wait(max(0.0, due - time.monotonic())):
+            try:
+                self.sample_once()
+            except Exception:  # a collection bug must not end the push
+                log.exception("influx push: sampling failed")
+            due += interval
+            now = time.monotonic()
+            if due < now:  # overran: skip the missed ticks rather than bunching them
+                due += interval * ((now - due) // interval + 1)
+
+    def _send_loop(self) -> None:
+        s = self.settings
+        while not self._stop_sending.is_set():
+            batch = self.buffer.take(s.flush_interval_seconds, timeout=0.2)
+            if batch is None:
+                continue
+            result = self._writer.write(batch.payload)
+            if result.outcome == "ok":
+                self.buffer.done(batch)
+                self.stats.written(batch.points)
+                if self._backoff.attempt:
+                    log.info("influx push: writes succeed again after %d failures", self._backoff.attempt)
+                self._backoff.reset()
+            elif result.outcome == "reject":
+                self.buffer.reject(batch)
+                log.error("influx push: server refused %d points for good: %s", batch.points, result.detail)
+            else:
+                self.buffer.retry(batch)
+                self.stats.retried(batch.points)
+                delay = self._backoff.next_delay(result.retry_after)
+                level = logging.WARNING if self._backoff.attempt == 1 else logging.DEBUG
+                log.log(level, "influx push: write failed (%s); retry in %.1f s", result.detail, delay)
+                self._stop_sending.wait(delay)
+
+    def close(self, drain_seconds: float | None = None) -> None:
+        """Stop sampling, send what memory holds for up to `drain_seconds` while the server takes it,
+        stop the sender and keep the rest in the spill for the next start."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop_sampling.set()
+        for thread in self._threads[1:]:
+            thread.join()
+        if self._threads:
+            drain = self.settings.drain_seconds if drain_seconds is None else drain_seconds
+            self.buffer.flush()
+            self.buffer.wait_idle(drain, spill=False, give_up_when_down=True)
+        self._stop_sending.set()
+        if self._threads:
+            self._threads[0].join(self.settings.timeout_seconds + 5.0)
+        self.buffer.close()
+        self._writer.close()
+        for closer in self._closers:
+            closer()
+
+
+def start_push(
+    settings: PushSettings, collectors: Sequence[Collector], deadlines: dict[str, float] | None = None
+) -> InfluxPusher:
+    """A started pusher sampling its own registry over `collectors` (closed with the pusher)."""
+    registry = Registry(collectors, deadlines)
+    try:
+        pusher = InfluxPusher(settings, registry.collect, closers=[registry.close])
+    except BaseException:
+        registry.close()
+        raise
+    pusher.start()
+    return pusher

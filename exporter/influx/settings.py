@@ -1,0 +1,61 @@
+"""What the InfluxDB push needs, as one frozen object."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class PushSettings:
+    """Server, sampling, batching, buffering and retry settings of the push."""
+
+    url: str
+    bucket: str = "ibpool"
+    org: str = ""
+    token: str = ""
+    interval_seconds: float = 1.0
+    batch_size: int = 5000
+    flush_interval_seconds: float = 1.0
+    buffer_points: int = 100_000
+    spill_directory: Path | None = None
+    spill_max_bytes: int = 1 << 30
+    spill_segment_bytes: int = 8 << 20
+    retry_interval_seconds: float = 1.0
+    max_retry_delay_seconds: float = 60.0
+    exponential_base: float = 2.0
+    jitter: float = 0.2
+    replay_seconds: float = 30.0
+    timeout_seconds: float = 10.0
+    gzip: bool = False
+    drain_seconds: float = 5.0
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(field, message) for every invalid value."""
+        out: list[tuple[str, str]] = []
+        if not self.url.startswith(("http://", "https://")):
+            out.append(("url", "must start with http:// or https://"))
+        if not self.bucket:
+            out.append(("bucket", "must not be empty"))
+        positive = {
+            "interval_seconds": self.interval_seconds,
+            "flush_interval_seconds": self.flush_interval_seconds,
+            "retry_interval_seconds": self.retry_interval_seconds,
+            "timeout_seconds": self.timeout_seconds,
+            "batch_size": self.batch_size,
+            "buffer_points": self.buffer_points,
+            "spill_max_bytes": self.spill_max_bytes,
+            "spill_segment_bytes": self.spill_segment_bytes,
+        }
+        out.extend((name, "must be > 0") for name, value in positive.items() if value <= 0)
+        if 0 < self.interval_seconds < 0.01:
+            out.append(("interval_seconds", "must be >= 0.01 (points of one series need distinct ms stamps)"))
+        if self.max_retry_delay_seconds < self.retry_interval_seconds:
+            out.append(("max_retry_delay_seconds", "must be >= the first retry interval"))
+        if self.replay_seconds < 0:
+            out.append(("replay_seconds", "must be >= 0 (0: no replay)"))
+        if self.exponential_base < 1:
+            out.append(("exponential_base", "must be >= 1"))
+        if self.buffer_points < self.batch_size:
+            out.append(("buffer_points", "must be >= batch_size"))
+        return out

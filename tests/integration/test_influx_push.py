@@ -1,0 +1,206 @@
+"""The InfluxDB push against a real VictoriaMetrics (line protocol on /api/v2/write), counted back exactly.
+
+Collections are stamped one second apart starting an hour ago, so the expected samples of every series
+are known: the server must hold exactly those, no gaps, no duplicates, whatever happened in between.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from exporter.config import ExporterConfig
+from exporter.influx.pusher import InfluxPusher
+from exporter.influx.settings import PushSettings
+from exporter.influx.writer import InfluxWriter, WriteResult
+from exporter.registry import Registry
+from exporter.wiring import build_node
+from tests.exporter.influx.fakes import SyntheticCollector
+from tests.helpers import wait_for
+from tests.integration import victoria_metrics
+from tests.integration.victoria_metrics import VICTORIA_METRICS, Samples, VictoriaMetrics
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(VICTORIA_METRICS is None, reason="victoria-metrics is not installed"),
+]
+
+MATCH = '{__name__=~"ibpool_test_push_.*"}'
+
+
+def settings_for(vm: VictoriaMetrics, spill: Path | None, **changes: Any) -> PushSettings:
+    values: dict[str, Any] = {
+        "batch_size": 50,
+        "buffer_points": 500,
+        "flush_interval_seconds": 0.05,
+        "retry_interval_seconds": 0.05,
+        "max_retry_delay_seconds": 0.5,
+        "timeout_seconds": 5.0,
+        "interval_seconds": 0.1,
+    }
+    values.update(changes)
+    return PushSettings(url=vm.url, spill_directory=spill, **values)
+
+
+def first_stamp_ns() -> int:
+    return (time.time_ns() // 10**9 - 3600) * 10**9
+
+
+def collect(pusher: InfluxPusher, base_ns: int, indexes: range) -> None:
+    for i in indexes:
+        pusher.sample_once(base_ns + i * 10**9)
+
+
+def assert_exact(samples: Samples, source: SyntheticCollector, base_ns: int, count: int) -> None:
+    """Every series holds the `count` collections, once each, with the values the collector gave."""
+    assert len(samples) == source.series, sorted(samples)
+    stamps = [base_ns // 10**6 + i * 1000 for i in range(count)]
+    for labels, points in samples.items():
+        label = dict(labels)
+        assert [t for t, _ in points] == stamps, f"{label}: {len(points)} samples, {count} expected"
+        if label["__name__"] == "ibpool_test_push_ratio":
+            offset = int(label["port"]) / 10
+            assert [v for _, v in points] == [i + offset for i in range(count)], label
+        else:
+            factor = 1 if label["kind"] == "xid" else 2
+            assert [v for _, v in points] == [factor * i for i in range(count)], label
+
+
+def test_a_server_restart_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    source = SyntheticCollector(ports=4)
+    base = first_stamp_ns()
+    with victoria_metrics.running() as vm:
+        pusher = InfluxPusher(settings_for(vm, tmp_path / "spill"), source.collect)
+        pusher.start(sample=False)
+        collect(pusher, base, range(30))
+        assert pusher.buffer.wait_idle(30.0)
+        vm.stop()
+        collect(pusher, base, range(30, 70))
+        # on disk: the 40 collections, and the 30 acknowledged ones sent again (replay)
+        assert wait_for(lambda: pusher.buffer.state().spill_points == 70 * source.series, 30.0)
+        assert pusher.buffer.state().down
+        vm.start()
+        collect(pusher, base, range(70, 100))
+        assert pusher.buffer.wait_idle(60.0)
+        pusher.close()
+        vm.flush()
+        assert_exact(vm.samples(MATCH), source, base, 100)
+        assert pusher.stats.snapshot().retried > 0
+        assert set(pusher.buffer.state().dropped.values()) == {0}
+        counted = vm.query('count_over_time(ibpool_test_push_ratio{port="2"}[2h])', at=base / 1e9 + 3600)
+        assert [float(r["value"][1]) for r in counted] == [100.0]
+
+
+def test_a_server_crash_loses_nothing_it_had_acknowledged(tmp_path: Path) -> None:
+    source = SyntheticCollector(ports=4)
+    base = first_stamp_ns()
+    with victoria_metrics.running() as vm:
+        pusher = InfluxPusher(settings_for(vm, tmp_path / "spill"), source.collect)
+        pusher.start(sample=False)
+        collect(pusher, base, range(30))
+        assert pusher.buffer.wait_idle(30.0)
+        vm.kill()  # SIGKILL: VictoriaMetrics loses the samples it had not flushed yet, acknowledged or not
+        collect(pusher, base, range(30, 50))
+        assert wait_for(lambda: pusher.buffer.state().down, 30.0)
+        vm.start()
+        collect(pusher, base, range(50, 70))
+        assert pusher.buffer.wait_idle(60.0)
+        pusher.close()
+        vm.flush()
+        assert_exact(vm.samples(MATCH), source, base, 70)
+        assert pusher.buffer.state().replayed == 30 * source.series
+
+
+def test_spill_files_left_by_an_exporter_are_drained_by_the_next_one(tmp_path: Path) -> None:
+    source = SyntheticCollector(ports=2)
+    base = first_stamp_ns()
+    spill = tmp_path / "spill"
+    with victoria_metrics.running() as vm:
+        vm.stop()
+        first = InfluxPusher(settings_for(vm, spill), source.collect)
+        first.start(sample=False)
+        collect(first, base, range(25))
+        first.close(drain_seconds=0.5)
+        assert list(spill.glob("*.seg"))
+        vm.start()
+        second = InfluxPusher(settings_for(vm, spill), source.collect)
+        second.start(sample=False)
+        collect(second, base, range(25, 40))
+        assert second.buffer.wait_idle(60.0)
+        second.close()
+        vm.flush()
+        assert_exact(vm.samples(MATCH), source, base, 40)
+
+
+class AnswerLost:
+    """Writes for real, but reports the first `times` successful writes as timed out (the answer got lost)."""
+
+    def __init__(self, inner: InfluxWriter, times: int) -> None:
+        self.inner = inner
+        self.times = times
+
+    def write(self, payload: bytes) -> WriteResult:
+        result = self.inner.write(payload)
+        if result.outcome == "ok" and self.times:
+            self.times -= 1
+            return WriteResult("retry", None, None, "read timed out (simulated)")
+        return result
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@pytest.mark.parametrize("dedup", [True, False], ids=["dedup", "no-dedup"])
+def test_a_batch_resent_after_a_lost_answer_shows_once_with_dedup(tmp_path: Path, dedup: bool) -> None:
+    source = SyntheticCollector(ports=2)
+    base = first_stamp_ns()
+    with victoria_metrics.running(dedup=dedup) as vm:
+        settings = settings_for(vm, tmp_path / "spill")
+        pusher = InfluxPusher(settings, source.collect, AnswerLost(InfluxWriter(vm.url, settings.bucket), 3))
+        pusher.start(sample=False)
+        collect(pusher, base, range(20))
+        assert pusher.buffer.wait_idle(30.0)
+        pusher.close()
+        assert pusher.stats.snapshot().retried > 0
+        vm.flush()
+        samples = vm.samples(MATCH)
+        if dedup:
+            assert_exact(samples, source, base, 20)
+        else:  # what -dedup.minScrapeInterval is for: VictoriaMetrics keeps both copies otherwise
+            assert sum(len(points) for points in samples.values()) > 20 * source.series
+
+
+def test_the_simulated_node_is_pushed_at_the_push_interval(tmp_path: Path) -> None:
+    node = build_node(ExporterConfig(simulate=True, simulate_gpus=2, simulate_ports=2, jobs=False))
+    registry = Registry(node.collectors, node.deadlines)
+    stamps: list[int] = []
+    try:
+        with victoria_metrics.running() as vm:
+
+            def clock() -> int:  # records each collection's stamp
+                stamps.append(time.time_ns())
+                return stamps[-1]
+
+            settings = settings_for(vm, tmp_path / "spill", batch_size=500)
+            pusher = InfluxPusher(settings, registry.collect, clock_ns=clock)
+            pusher.start()
+            assert wait_for(lambda: len(stamps) >= 15, 30.0)
+            pusher.close()
+            vm.flush()
+            samples = vm.samples('{__name__=~"ibpool_.*"}')
+    finally:
+        registry.close()
+        node.close()
+    written = pusher.stats.snapshot().written
+    assert sum(len(points) for points in samples.values()) == written
+    expected = sorted({t // 10**6 for t in stamps})
+    gpu_up = [points for labels, points in samples.items() if dict(labels)["__name__"] == "ibpool_gpu_up"]
+    assert len(gpu_up) == 2
+    for points in gpu_up:
+        assert [t for t, _ in points] == expected  # every collection, once
+    assert {"ibpool_gpu_utilization_ratio", "ibpool_infiniband_port_data_transmitted_bytes_total"} <= {
+        dict(labels)["__name__"] for labels in samples
+    }
