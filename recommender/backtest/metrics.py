@@ -13,6 +13,8 @@ Definitions (all over the evaluation window):
   (a lender) still counts; worst_pool_p95_wait_ratio_vs_static is the largest ratio over all pools.
 - the same ratio at p99 is reported too (a tail that p95 hides).
 - displaced_gpu_minutes: minute by minute, waiting beyond what the same pool waited under static.
+- coverage_beyond_static: (served - served under static) / (pending - served under static): the share of
+  the pending that the pool's own idle GPUs could not serve (supplementary; `coverage` is the target).
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ def summarize(res: RunResult, static: RunResult) -> dict[str, Any]:
     pools = {name: _pool_figures(res, static, p) for p, name in enumerate(res.pools)}
     pending, unmet, lost = sum(res.pending), sum(res.unmet), sum(res.lost)
     served = pending - unmet - lost
+    static_served = sum(static.pending) - sum(static.unmet) - sum(static.lost)
     days = res.eval_days
     ranked = sorted(
         pools, key=lambda n: (-pools[n]["p95_wait_ratio_vs_static"], -pools[n]["displaced_gpu_minutes"], n)
@@ -81,6 +84,7 @@ def summarize(res: RunResult, static: RunResult) -> dict[str, Any]:
         "unmet_gpu_minutes": round(unmet, 1),
         "lost_gpu_minutes": round(lost, 1),
         "coverage": round(_ratio(served, pending), 4),
+        "coverage_beyond_static": round(_ratio(served - static_served, pending - static_served), 4),
         "allocation_utilization": round(_ratio(sum(res.allocated), sum(res.trace_capacity), 0.0), 4),
         "moves": res.moves,
         "takeback_moves": res.takebacks,

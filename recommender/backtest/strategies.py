@@ -50,6 +50,8 @@ class PolicyStrategy:
         self.peak = [trailing_max(series, reserve) for series in prepared.demand]
         persistence = window_steps(params.persistence_min, self.dt)
         self.pending_min = [SlidingMin(persistence) for _ in self.names]
+        takeback = window_steps(params.takeback_persistence_min, self.dt)
+        self.pending_recent_min = [SlidingMin(takeback) for _ in self.names]
         self.last_lend: dict[str, float] = {}
         self.recent_lends: list[tuple[float, int]] = []
         self.budget_window = params.lend_budget_window_min
@@ -85,6 +87,7 @@ class PolicyStrategy:
                     pending_min_gpus=self.pending_min[p].push(unmet),
                     demand_peak_gpus=self.peak[p][step],
                     history_min=(step + 1) * self.dt,
+                    pending_recent_min_gpus=self.pending_recent_min[p].push(unmet),
                 )
             )
         loans = self._loans(model) if lent else ()

@@ -2,12 +2,14 @@
 
 Pure logic over per-pool snapshots (no I/O, no clock): the backtest and the live recommender build a
 `ClusterView` from their signals and call `RebalancePolicy.propose`. Window aggregates in a snapshot map
-to PromQL (`min_over_time(pending[30m])`, `max_over_time((allocated + pending)[2d])`).
+to PromQL (`min_over_time(pending[60m])`, `max_over_time((allocated + pending)[12h])`).
 
 Rules, in order:
 1. Take-back (sharing safety first): a pool whose own nodes are lent and whose free capacity
    (capacity + incoming - demand) falls below its take-back headroom recalls enough nodes, from holders
-   with idle nodes first. No persistence, no cooldown, no budget.
+   with idle nodes first. Only waiting that lasted `takeback_persistence_min` (a few minutes, well under
+   the drain delay) counts, so a spike that ends before a recalled node could arrive costs no move. No
+   cooldown, no budget.
 2. Lend: a pool whose pending GPUs stayed at or above `min_pending_nodes` nodes for the whole
    persistence window (and still do) gets `ceil(min(pending now, pending min) / node)` nodes, less those
    on their way, from donors whose idle whole nodes exceed a reserve: their peak demand over the reserve
@@ -37,16 +39,17 @@ class RebalanceParamsError(ValueError):
 class RebalanceParams:
     """Tunables; durations in minutes, shares relative to a pool's own capacity or to one node."""
 
-    persistence_min: float = 30.0
+    persistence_min: float = 60.0
     min_pending_nodes: float = 1.0
-    reserve_window_min: float = 2880.0
-    reserve_headroom: float = 0.125
+    reserve_window_min: float = 720.0
+    reserve_headroom: float = 0.25
     takeback_headroom: float = 0.0
     cooldown_min: float = 60.0
     min_history_min: float = 360.0
     max_nodes_per_move: int = 8
     lend_budget_per_pool_day: float = 0.25
     lend_budget_window_min: float = 10080.0
+    takeback_persistence_min: float = 5.0
 
     def __post_init__(self) -> None:
         errors = [f"{f.name} must be >= 0" for f in fields(self) if getattr(self, f.name) < 0]
@@ -74,7 +77,11 @@ class RebalanceParams:
 
 @dataclass(frozen=True, slots=True)
 class PoolSnapshot:
-    """One pool now, plus window aggregates of its recent history (GPUs unless noted)."""
+    """One pool now, plus window aggregates of its recent history (GPUs unless noted).
+
+    `pending_recent_min_gpus` is the minimum of pending over the take-back persistence window; None (a
+    caller that does not track it) means "pending now", i.e. an immediate take-back.
+    """
 
     name: str
     home_gpus: int
@@ -85,6 +92,7 @@ class PoolSnapshot:
     pending_min_gpus: int
     demand_peak_gpus: int
     history_min: float
+    pending_recent_min_gpus: int | None = None
 
     @property
     def demand_gpus(self) -> int:
@@ -108,6 +116,7 @@ class PoolSnapshot:
         if not allocated or len(allocated) != len(pending):
             raise ValueError("allocated and pending need the same, non-zero length")
         recent = max(1, math.ceil(params.persistence_min / step_min - 1e-9))
+        takeback = max(1, math.ceil(params.takeback_persistence_min / step_min - 1e-9))
         window = max(1, math.ceil(params.reserve_window_min / step_min - 1e-9))
         demand = [a + q for a, q in zip(allocated[-window:], pending[-window:], strict=True)]
         return cls(
@@ -120,6 +129,7 @@ class PoolSnapshot:
             pending_min_gpus=min(pending[-recent:]),
             demand_peak_gpus=max(demand),
             history_min=len(allocated) * step_min,
+            pending_recent_min_gpus=min(pending[-takeback:]),
         )
 
 
@@ -222,6 +232,9 @@ class RebalancePolicy:
             if pool is None:
                 continue
             free = pool.capacity_gpus + g * ledger.incoming[home] - pool.demand_gpus
+            if pool.pending_recent_min_gpus is not None and pool.pending_recent_min_gpus < pool.pending_gpus:
+                # Waiting that did not last the take-back persistence window does not recall a node.
+                free += pool.pending_gpus - pool.pending_recent_min_gpus
             margin = self.params.takeback_headroom * pool.home_gpus
             if free >= margin:
                 continue

@@ -74,6 +74,7 @@ def test_static_never_moves_and_serves_pending_only_from_its_own_idle_gpus() -> 
     assert figures["pending_gpu_minutes"] == 12.0
     assert figures["served_gpu_minutes"] == 4.0  # minute 0: 4 pending fit in 8 idle GPUs; minute 1: none
     assert figures["coverage"] == round(4 / 12, 4)
+    assert figures["coverage_beyond_static"] == 0.0  # static itself serves nothing beyond static
     assert figures["worst_pool_p95_wait_ratio_vs_static"] == 1.0
 
 
@@ -108,7 +109,7 @@ def test_drain_delay_keeps_a_moved_node_out_of_service() -> None:
 
 JUMPY = RebalanceParams(
     persistence_min=1, min_pending_nodes=0.1, reserve_window_min=1, cooldown_min=0, min_history_min=0,
-    reserve_headroom=0.0, lend_budget_per_pool_day=1000,
+    reserve_headroom=0.0, lend_budget_per_pool_day=1000, takeback_persistence_min=0,
 )  # fmt: skip
 
 
@@ -156,3 +157,20 @@ def test_percentile_is_nearest_rank() -> None:
     assert percentile([], 0.95) == 0.0
     assert percentile(list(range(1, 101)), 0.95) == 95.0
     assert percentile([0] * 96 + [50] * 4, 0.95) == 0.0
+
+
+def test_brief_owner_spike_recalls_nothing_a_lasting_one_does() -> None:
+    steps = 600
+    spike = [0] * steps
+    spike[300:303] = [32] * 3  # shorter than the take-back persistence window
+    spike[450:] = [32] * (steps - 450)  # lasting
+    trace = make_trace({"busy": (16, [16] * steps, [16] * steps), "owner": (32, spike, [0] * steps)})
+    prepared = Prepared.of(trace, 8)
+    result = run(prepared, PolicyStrategy(prepared, QUICK, MODEL), MODEL)
+    kinds = [(step, kind) for step, *_, kind in result.move_log]
+    assert [k for _, k in kinds] == ["lend", "takeback"]
+    assert 450 < kinds[1][0] <= 450 + QUICK.takeback_persistence_min
+    eager = RebalanceParams(min_history_min=60.0, reserve_headroom=0.0, takeback_persistence_min=0)
+    result = run(prepared, PolicyStrategy(prepared, eager, MODEL), MODEL)
+    assert [kind for *_, kind in result.move_log][:2] == ["lend", "takeback"]
+    assert result.move_log[1][0] == 300

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from recommender.policies.rebalance import (
@@ -80,6 +82,19 @@ def test_takes_back_when_owner_demand_returns() -> None:
     assert [(m.kind, m.from_pool, m.to_pool, m.nodes) for m in moves] == [(TAKEBACK, "busy", "owner", 1)]
 
 
+def test_takeback_waits_for_the_owner_shortfall_to_persist() -> None:
+    loans = (Loan("owner", "busy", 2),)
+    owner = snap("owner", 16, 16, 12, home=32)
+    brief = replace(owner, pending_recent_min_gpus=0)
+    assert POLICY.propose(view(snap("busy", 32, 32, 8), brief, loans=loans)) == []
+    lasting = replace(owner, pending_recent_min_gpus=4)
+    moves = POLICY.propose(view(snap("busy", 32, 32, 8), lasting, loans=loans))
+    assert [(m.kind, m.nodes) for m in moves] == [(TAKEBACK, 1)]  # only what lasted (4 GPUs)
+    untracked = replace(owner, pending_recent_min_gpus=None)
+    moves = POLICY.propose(view(snap("busy", 32, 32, 8), untracked, loans=loans))
+    assert [(m.kind, m.nodes) for m in moves] == [(TAKEBACK, 2)]  # not tracked: recall at once
+
+
 def test_no_takeback_while_owner_fits() -> None:
     loans = (Loan("owner", "busy", 2),)
     assert POLICY.propose(view(snap("busy", 32, 32), snap("owner", 16, 10, home=32), loans=loans)) == []
@@ -130,7 +145,7 @@ def test_params_report_every_problem() -> None:
 
 
 def test_snapshot_from_raw_history_matches_the_window_aggregates() -> None:
-    params = RebalanceParams(persistence_min=3, reserve_window_min=4)
+    params = RebalanceParams(persistence_min=3, reserve_window_min=4, takeback_persistence_min=2)
     pool = PoolSnapshot.from_history(
         "a", home_gpus=32, capacity_gpus=32, idle_nodes=1,
         allocated=[30, 8, 8, 8, 16, 16], pending=[0, 9, 4, 6, 5, 7], step_min=1.0, params=params,
@@ -139,6 +154,7 @@ def test_snapshot_from_raw_history_matches_the_window_aggregates() -> None:
     assert pool.pending_min_gpus == 5  # min of the last 3 minutes
     assert pool.demand_peak_gpus == 23  # max of allocated + pending over the last 4 minutes
     assert pool.history_min == 6.0
+    assert pool.pending_recent_min_gpus == 5  # min of the last 2 minutes
     with pytest.raises(ValueError, match="same"):
         PoolSnapshot.from_history(
             "a",
