@@ -21,6 +21,7 @@ commands:
   scheduler-exporter   Slurm pools: capacity, allocated and pending GPUs, jobs, node states
   apply                apply an approved proposal to OpenSM and Slurm (dry run unless --yes)
   backtest             replay a per-pool minute trace: static vs rebalancing policy vs hindsight oracle
+  demo                 the closed loop on a simulated cluster: see, propose, approve, apply, measure
   dashboards           generate or check the Grafana dashboards (dashboards/json)
   version              print the version
 
@@ -48,6 +49,12 @@ def _apply(argv: list[str]) -> int:
 
 def _backtest(argv: list[str]) -> int:
     from recommender.backtest.cli import main
+
+    return main(argv)
+
+
+def _demo(argv: list[str]) -> int:
+    from demo.cli import main
 
     return main(argv)
 
@@ -91,6 +98,7 @@ COMMANDS: dict[str, Main] = {
     "apply": _apply,
     "backtest": _backtest,
     "dashboards": _dashboards,
+    "demo": _demo,
     "exporter": _exporter,
     "fabric-exporter": _fabric_exporter,
     "proposals": _proposals,
