@@ -15,6 +15,7 @@ _USAGE = """usage: ibpool <command> [options]
 commands:
   exporter             node exporter: GPU (NVML) and IB port metrics; --simulate for a fake node
   fabric-exporter      IB fabric: every switch port's counters (perfquery), per-VL waits, topology
+  postmortem           a self-contained HTML report of an incident window (demo run or Prometheus + store)
   proposals            submit, list, show, approve, reject and audit change proposals
   recommend            propose pool moves and VL-weight changes from the time series (--once: one cycle)
   simulate             a simulated cluster behind the real exporters, on one port
@@ -65,6 +66,12 @@ def _dashboards(argv: list[str]) -> int:
     return main(argv)
 
 
+def _postmortem(argv: list[str]) -> int:
+    from postmortem.cli import main
+
+    return main(argv)
+
+
 def _proposals(argv: list[str]) -> int:
     from proposals.cli import main
 
@@ -101,6 +108,7 @@ COMMANDS: dict[str, Main] = {
     "demo": _demo,
     "exporter": _exporter,
     "fabric-exporter": _fabric_exporter,
+    "postmortem": _postmortem,
     "proposals": _proposals,
     "recommend": _recommend,
     "scheduler-exporter": _scheduler_exporter,

@@ -6,6 +6,7 @@ packages=(
   python3 python3-venv python3-pyverbs openssl curl
   prometheus prometheus-node-exporter prometheus-alertmanager victoria-metrics
   opensm ibsim-utils infiniband-diags slurm-wlm munge
+  chromium
 )
 missing=()
 for p in "${packages[@]}"; do

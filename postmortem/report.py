@@ -1,0 +1,277 @@
+"""The self-contained HTML report: inline CSS and SVG, no script, no external URL; the same input gives the
+same bytes (nothing depends on the clock or on dictionary order)."""
+
+from __future__ import annotations
+
+from html import escape
+
+from postmortem.effects import measure
+from postmortem.model import Effect, Event, Point, RunData, rfc3339
+from postmortem.svg import MARKER_COLORS, line_chart
+
+TIMELINE_KINDS = ("scenario", "fault", "alert", "resolved", "proposal", "approval", "refusal", "apply")
+FAULT_WORDS = ("error", "fault", "unavailable", "lost", "xid", "down")
+BURST_GAP_S = 300.0
+METRIC_LABELS = {
+    "utilization": "GPU utilization",
+    "allocated_gpus": "allocated GPUs",
+    "pending_gpus": "pending GPUs",
+    "pending_gpu_minutes_per_hour": "pending GPU-minutes per hour",
+    "iteration_seconds": "multi-node iteration time (s)",
+    "slowdown": "multi-node slowdown",
+}
+CSS = """
+body { font-family: sans-serif; margin: 24px; color: #222; max-width: 1100px; }
+h1 { font-size: 22px; }
+h2 { font-size: 18px; border-bottom: 1px solid #ccc; padding-bottom: 4px; margin-top: 28px; }
+table { border-collapse: collapse; font-size: 13px; margin: 8px 0 16px; }
+td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-align: top; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.k-fault, .k-refusal { color: #b00; font-weight: bold; } .k-apply { color: #070; font-weight: bold; }
+.k-alert { color: #c60; } .k-resolved { color: #777; } .k-proposal, .k-approval { color: #62a; }
+td.time { white-space: nowrap; }
+.muted { color: #777; } code { font-size: 12px; word-break: break-all; }
+.charts { display: flex; flex-wrap: wrap; gap: 8px; }
+"""
+
+
+def _clip(points: list[Point], window: tuple[float, float]) -> list[Point]:
+    return [p for p in points if window[0] <= p[0] <= window[1]]
+
+
+def _fmt(value: float | None) -> str:
+    return (
+        "-"
+        if value is None
+        else f"{value:.3f}".rstrip("0").rstrip(".")
+        if abs(value) < 1e6
+        else f"{value:.3g}"
+    )
+
+
+def _delta(before: float | None, after: float | None) -> str:
+    if before is None or after is None:
+        return "-"
+    diff = after - before
+    text = f"{diff:+.3f}".rstrip("0").rstrip(".")
+    if before:
+        text += f" ({diff / abs(before) * 100:+.0f}%)"
+    return text
+
+
+def _is_fault(event: Event) -> bool:
+    return event.kind == "fault" or (
+        event.kind == "alert" and any(w in event.name.lower() for w in FAULT_WORDS)
+    )
+
+
+def bursts(events: list[Event]) -> list[list[Event]]:
+    """Faults and fault-like alerts, grouped: a gap over BURST_GAP_S starts a new burst."""
+    groups: list[list[Event]] = []
+    for event in sorted((e for e in events if _is_fault(e)), key=lambda e: (e.at, e.kind, e.summary)):
+        if groups and event.at - groups[-1][-1].at <= BURST_GAP_S:
+            groups[-1].append(event)
+        else:
+            groups.append([event])
+    return groups
+
+
+def effects_in(data: RunData, window: tuple[float, float], window_s: float = 600.0) -> list[Effect]:
+    """The measured effects of changes applied in the window (computed from the series when not given)."""
+    if data.effects is not None:
+        found = data.effects
+    else:
+        found = [
+            measure(
+                data,
+                e.at,
+                window_s,
+                proposal_id=e.name,
+                kind="change",
+                policy="",
+                changes=(),
+                expected_effect=e.summary,
+            )
+            for e in data.events
+            if e.kind == "apply"
+        ]
+    return sorted((e for e in found if window[0] <= e.at <= window[1]), key=lambda e: (e.at, e.proposal_id))
+
+
+def _section_pools(data: RunData, window: tuple[float, float], markers: list[tuple[float, str, str]]) -> str:
+    util = {k: _clip(v, window) for k, v in data.utilization.items()}
+    pend = {k: _clip(v, window) for k, v in data.pending.items()}
+    if not any(util.values()) and not any(pend.values()):
+        return (
+            '<h2 id="pools">Pool utilization and queue</h2><p class="muted">No pool series in the window.</p>'
+        )
+    rows = []
+    for pool in sorted(set(util) | set(pend)):
+        u = [v for _, v in util.get(pool, [])]
+        p = [v for _, v in pend.get(pool, [])]
+        rows.append(
+            f"<tr><td>{escape(pool)}</td><td class=num>{_fmt(sum(u) / len(u) if u else None)}</td>"
+            f"<td class=num>{_fmt(min(u) if u else None)}</td>"
+            f"<td class=num>{_fmt(max(u) if u else None)}</td>"
+            f"<td class=num>{_fmt(max(p) if p else None)}</td></tr>"
+        )
+    return (
+        '<h2 id="pools">Pool utilization and queue</h2><div class="charts">'
+        + line_chart(util, window, title="GPU utilization by pool", y_max=1.0, markers=markers)
+        + line_chart(pend, window, title="Pending GPUs by pool (queue)", markers=markers)
+        + "</div><table><tr><th>pool</th><th>mean utilization</th><th>min</th><th>max</th>"
+        "<th>peak pending GPUs</th></tr>" + "".join(rows) + "</table>"
+    )
+
+
+def _section_links(
+    data: RunData, window: tuple[float, float], top: int, markers: list[tuple[float, str, str]]
+) -> str:
+    peaks = []
+    for link, points in data.congestion.items():
+        inside = _clip(points, window)
+        if inside:
+            peak = max(v for _, v in inside)
+            if peak > 0:
+                peaks.append((peak, link, inside))
+    peaks.sort(key=lambda item: (-item[0], item[1]))
+    head = f'<h2 id="links">Most congested links (top {top} by peak wait share)</h2>'
+    if not peaks:
+        return head + '<p class="muted">No congestion in the window.</p>'
+    rows, charts = [], []
+    for peak, link, points in peaks[:top]:
+        busy = sum(1 for _, v in points if v >= 0.2)
+        rows.append(
+            f"<tr><td>{escape(link)}</td><td class=num>{_fmt(peak)}</td>"
+            f"<td class=num>{_fmt(sum(v for _, v in points) / len(points))}</td>"
+            f"<td class=num>{busy}</td></tr>"
+        )
+        charts.append(
+            line_chart(
+                {link: points},
+                window,
+                title=f"{link} congestion",
+                width=370,
+                height=150,
+                y_max=1.0,
+                markers=markers,
+            )
+        )
+    return (
+        head
+        + "<table><tr><th>link</th><th>peak</th><th>mean</th><th>samples &ge; 0.2</th></tr>"
+        + "".join(rows)
+        + '</table><div class="charts">'
+        + "".join(charts)
+        + "</div>"
+    )
+
+
+def _section_faults(events: list[Event]) -> str:
+    groups = bursts(events)
+    head = '<h2 id="faults">Error bursts and GPU faults</h2>'
+    if not groups:
+        return head + '<p class="muted">No faults or error alerts in the window.</p>'
+    rows = []
+    for index, group in enumerate(groups, 1):
+        for event in group:
+            rows.append(
+                f"<tr><td class=num>{index}</td><td class=time>{rfc3339(event.at)}</td>"
+                f'<td class="k-{escape(event.kind)}">{escape(event.kind)}</td>'
+                f"<td>{escape(event.summary)}</td></tr>"
+            )
+    return (
+        head + f"<p>{len(groups)} burst(s) (events less than {BURST_GAP_S / 60:g} minutes apart are one "
+        "burst).</p>"
+        + "<table><tr><th>burst</th><th>time</th><th>kind</th><th>what</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
+
+
+def _section_timeline(events: list[Event]) -> str:
+    if not events:
+        return '<h2 id="timeline">Timeline</h2><p class="muted">No events in the window.</p>'
+    rows = "".join(
+        f'<tr class="ev ev-{escape(e.kind)}"><td class=time>{rfc3339(e.at)}</td>'
+        f'<td class="k-{escape(e.kind)}">{escape(e.kind)}</td>'
+        f"<td>{escape(e.summary)}</td></tr>"
+        for e in events
+    )
+    counts = ", ".join(
+        f"{sum(1 for e in events if e.kind == k)} {k}"
+        for k in TIMELINE_KINDS
+        if any(e.kind == k for e in events)
+    )
+    return (
+        '<h2 id="timeline">Timeline: alerts, proposals, approvals, applied changes and faults</h2>'
+        f"<p>{escape(counts)}.</p><table><tr><th>time (UTC)</th><th>kind</th><th>what</th></tr>{rows}</table>"
+    )
+
+
+def _section_effects(effects: list[Effect]) -> str:
+    head = '<h2 id="effects">Effect of each applied change</h2>'
+    if not effects:
+        return head + '<p class="muted">No change was applied in the window.</p>'
+    parts = [head]
+    for effect in effects:
+        changes = "".join(
+            f"<li><code>{escape(target)}</code>: <code>{escape(before)}</code> &rarr; "
+            f"<code>{escape(after)}</code></li>"
+            for target, before, after in effect.changes
+        )
+        rows = []
+        for pool in sorted(effect.metrics):
+            for metric, (before, after) in effect.metrics[pool].items():
+                if before is None and after is None:
+                    continue
+                rows.append(
+                    f"<tr><td>{escape(pool)}</td><td>{escape(METRIC_LABELS.get(metric, metric))}</td>"
+                    f"<td class=num>{_fmt(before)}</td><td class=num>{_fmt(after)}</td>"
+                    f"<td class=num>{escape(_delta(before, after))}</td></tr>"
+                )
+        policy = f" by policy {escape(effect.policy)}" if effect.policy else ""
+        parts.append(
+            f'<div class="effect"><h3>{rfc3339(effect.at)} {escape(effect.kind)} '
+            f"<code>{escape(effect.proposal_id[:12])}</code>{policy}</h3>"
+            + (f"<ul>{changes}</ul>" if changes else "")
+            + (f"<p>Expected: {escape(effect.expected_effect)}</p>" if effect.expected_effect else "")
+            + f"<p class=muted>Before: {rfc3339(effect.before[0])} to {rfc3339(effect.before[1])}; "
+            f"after: {rfc3339(effect.after[0])} to {rfc3339(effect.after[1])}.</p>"
+            + '<table class="effect-table"><tr><th>pool</th><th>metric</th><th>before</th><th>after</th>'
+            "<th>change</th></tr>" + "".join(rows) + "</table></div>"
+        )
+    return "".join(parts)
+
+
+def render(
+    data: RunData, window: tuple[float, float], *, top: int = 6, title: str = "ibpool post-mortem"
+) -> str:
+    """The whole report as one HTML document."""
+    events = sorted(
+        (e for e in data.events if window[0] <= e.at <= window[1] and e.kind in TIMELINE_KINDS),
+        key=lambda e: (e.at, TIMELINE_KINDS.index(e.kind), e.summary),
+    )
+    markers = [(e.at, e.kind, e.summary) for e in events if e.kind in MARKER_COLORS and e.kind != "alert"]
+    effects = effects_in(data, window)
+    applied = sum(1 for e in events if e.kind == "apply")
+    return "".join(
+        [
+            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
+            f"<title>{escape(title)} {rfc3339(window[0])} to {rfc3339(window[1])}</title>",
+            f"<style>{CSS}</style></head><body>",
+            f"<h1>{escape(title)}</h1>",
+            f'<p id="window">Window: <b>{rfc3339(window[0])}</b> to <b>{rfc3339(window[1])}</b> '
+            f"({(window[1] - window[0]) / 60:.0f} minutes). Source: {escape(data.source)}.</p>",
+            f"<p>{sum(1 for e in events if e.kind == 'alert')} alert(s), "
+            f"{sum(1 for e in events if e.kind == 'proposal')} proposal(s), {applied} applied change(s), "
+            f"{sum(1 for e in events if e.kind == 'fault')} fault(s). Dashed lines on the charts: "
+            "green applied change, red fault, purple proposal.</p>",
+            _section_pools(data, window, markers),
+            _section_links(data, window, top, markers),
+            _section_faults(events),
+            _section_timeline(events),
+            _section_effects(effects),
+            "</body></html>\n",
+        ]
+    )
