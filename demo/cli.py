@@ -83,7 +83,18 @@ def main(argv: list[str]) -> int:
         handler.close()
     print()
     print(text)
-    return 0
+    return _write_report(out)
+
+
+def _write_report(out: Path) -> int:
+    """The post-mortem report of the run, written beside its data."""
+    from postmortem.cli import main as postmortem
+
+    report = out / "report.html"
+    status = postmortem(["--run", str(out), "--out", str(report)])
+    if status == 0:
+        print(f"Post-mortem report: {report}")
+    return status
 
 
 if __name__ == "__main__":
