@@ -1,6 +1,6 @@
 """`ibpool demo`: the closed loop on one machine, one command, no servers needed.
 
-    ibpool demo [--fast] [--out DIR] [--seed N] [--quiet]      (python -m demo.cli ... works too)
+    ibpool demo [--fast] [--out DIR] [--seed N] [--quiet] [--real]   (python -m demo.cli ... works too)
 
 What runs, all in one process, each piece the real one except the cluster itself:
 - a simulated cluster (`demo.scenario`): 32 nodes of 8 GPUs on a fat tree whose leaf uplinks are 4:1
@@ -34,5 +34,9 @@ The run directory (`--out`, default a new temporary directory, printed at the en
 series/links.csv, series/qos.csv, proposals.json with audit log and apply steps, effects.json,
 summary.json, summary.txt, ibpool.db, demo.log).
 
-Not included: `--real` (real OpenSM/ibsim and Slurm) answers with a message and exit status 2.
+`--real` (root, with ibsim, OpenSM, the infiniband diagnostics, Slurm and munge installed; otherwise it
+names what is missing and exits 2) runs the same loop on a smaller cluster (8 nodes, `demo.real.scenario`)
+with the real apply sides: OpenSMAdapter on an OpenSM it starts on ibsim, SlurmAdapter on a Slurm it starts
+on localhost, the model mirrored into ibsim every cycle and fed back from both after every applied change;
+everything it started is stopped at the end, on errors and on Ctrl-C too (see `demo.real`).
 """

@@ -5,7 +5,9 @@
 Default: three simulated hours at 75 simulated seconds per wall second (a few minutes). `--fast`: 75
 simulated minutes as fast as the machine goes (well under a minute). Demo timings are compressed: see
 demo.settings. The run directory (`--out`, default a new temporary directory) keeps the timeline, the
-series and the proposal store for a post-mortem (see demo.record).
+series and the proposal store for a post-mortem (see demo.record). `--real` (root; ibsim, OpenSM, the
+infiniband diagnostics, Slurm and munge installed) applies the changes to a real OpenSM on ibsim and a real
+Slurm on localhost, on a smaller cluster (see demo.real); without them it says what is missing, exit 2.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+from demo.real import missing
+from demo.real.fabric import RealError
 from demo.run import Demo
 from demo.settings import DEFAULT, FAST
 from demo.summary import build
 from proposals.errors import ApprovalConfigError, StoreError
 from scheduler_hooks.errors import HookError
+from simulator.backends import BackendError
 from simulator.cluster.errors import ClusterError
 
 
@@ -32,7 +37,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1, help="workload seed (1)")
     p.add_argument("--quiet", action="store_true", help="no progress lines; the summary only")
     p.add_argument(
-        "--real", action="store_true", help="attach to real OpenSM/ibsim and Slurm (not available)"
+        "--real",
+        action="store_true",
+        help="apply to real OpenSM on ibsim and a real Slurm, started here (root; a smaller cluster)",
     )
     return p
 
@@ -41,12 +48,10 @@ def main(argv: list[str]) -> int:
     """0 done, 1 failed at run time, 2 bad usage."""
     args = parser().parse_args(argv)
     if args.real:
-        print(
-            "ibpool demo: --real is not available yet: the demo runs on the simulated cluster only "
-            "(run it without --real; `ibpool apply` drives real OpenSM and Slurm)",
-            file=sys.stderr,
-        )
-        return 2
+        lacking = missing()
+        if lacking:
+            print(f"ibpool demo: --real needs {', '.join(lacking)} (run without --real)", file=sys.stderr)
+            return 2
     out: Path = args.out or Path(tempfile.mkdtemp(prefix="ibpool-demo-"))
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -64,7 +69,7 @@ def main(argv: list[str]) -> int:
     root.setLevel(logging.INFO)
     say = (lambda _: None) if args.quiet else (lambda line: print(line, flush=True))
     try:
-        demo = Demo(FAST if args.fast else DEFAULT, out, say=say, seed=args.seed)
+        demo = Demo(FAST if args.fast else DEFAULT, out, say=say, seed=args.seed, real=args.real)
         try:
             report = demo.run()
         finally:
@@ -73,8 +78,21 @@ def main(argv: list[str]) -> int:
         demo.run_dir.write_json("summary.json", data)
         demo.run_dir.write_json("proposals.json", report.proposals)
         demo.run_dir.write_json("effects.json", data["effects"])
+        if args.real:
+            text += (
+                f"\n--real: a smaller cluster ({len(demo.model.spec.nodes)} nodes) than the default demo; "
+                "changes applied to real OpenSM (on ibsim) and Slurm, the model fed back from them"
+            )
         (out / "summary.txt").write_text(text + "\n", encoding="utf-8")
-    except (ApprovalConfigError, StoreError, HookError, ClusterError, OSError) as exc:
+    except (
+        ApprovalConfigError,
+        StoreError,
+        HookError,
+        ClusterError,
+        BackendError,
+        RealError,
+        OSError,
+    ) as exc:
         print(f"ibpool demo: {exc} (log: {out / 'demo.log'})", file=sys.stderr)
         return 1
     finally:

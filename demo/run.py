@@ -6,7 +6,9 @@ simulated time: the exporters' sweep and poll timestamps, the signals' rate wind
 clock (created_at, expires_at, audit entries) are `start + model time`. Each cycle: scripted events due,
 advance, sample the series, one recommender cycle (embedded source scraping the served exporters, both
 policies, auto-approval by demo/approval.yaml), then every approved proposal goes through the real apply
-orchestrator with the simulated sides (HTTP controls, read back).
+orchestrator with the simulated sides (HTTP controls, read back), or with `real=True` the real OpenSM and
+Slurm sides on programs `demo.real` starts (a smaller cluster; the model mirrored into ibsim every cycle
+and fed back from OpenSM and Slurm after every applied change).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from demo.alerts import AlertTracker
+from demo.real import RealBackends
+from demo.real.scenario import real_model, real_scripted
 from demo.record import Event, RunDir, rfc3339
 from demo.scenario import WAIT_TICK_BYTES, ScriptedEvent, demo_model, scripted
 from demo.settings import HIGH_POOL, Timings
@@ -37,6 +41,7 @@ from recommender.policies.rebalance import RebalancePolicy
 from recommender.signals.embedded import EmbeddedSettings, EmbeddedSource
 from recommender.signals.model import Signals
 from scheduler_hooks.apply.orchestrator import Orchestrator
+from scheduler_hooks.apply.sides import Side
 from scheduler_hooks.apply.simulated_side import SimulatedQosSide, SimulatedSlurmSide
 from simulator.cluster.model import ClusterModel
 from simulator.cluster.workload import JobRequest
@@ -97,6 +102,7 @@ class DemoReport:
     applied: list[AppliedChange] = field(default_factory=list)
     proposals: list[dict[str, Any]] = field(default_factory=list)
     wall_seconds: float = 0.0
+    verified_on: str = "the simulated cluster"
 
 
 class CapturingSource:
@@ -138,6 +144,8 @@ class Demo:
         say: Callable[[str], None] = print,
         seed: int = 1,
         approval_file: Path = APPROVAL_FILE,
+        *,
+        real: bool = False,
     ) -> None:
         self.timings = timings
         self.out = out
@@ -145,7 +153,9 @@ class Demo:
         self.seed = seed
         self.approval: ApprovalConfig = load_approval_config(approval_file)
         self.start_unix = float(math.floor(time.time()))
-        self.model: ClusterModel = demo_model(timings, seed)
+        self.real = real
+        self.model: ClusterModel = (real_model if real else demo_model)(timings, seed)
+        self.backends: RealBackends | None = None
         self.run_dir = RunDir(out)
         self.report = DemoReport(timings, out, self.start_unix)
         self.alerts = AlertTracker(HIGH_POOL)
@@ -181,6 +191,20 @@ class Demo:
         settings = ServerSettings(
             listen_address="127.0.0.1:0", speed=0.0, sweep_interval_seconds=5.0, poll_interval_seconds=5.0
         )
+        if self.real:
+            self.report.verified_on = "the real OpenSM (smpquery on ibsim) and Slurm (sinfo)"
+            self.backends = RealBackends(self.out / "real", self.model)
+            self.say("starting ibsim + OpenSM and a Slurm cluster (munged, slurmctld, slurmd per node) ...")
+            self.backends.start()  # stops what it started when it fails
+        try:
+            self._serve(settings)
+        finally:
+            if self.backends is not None:
+                self.backends.close()
+            self.report.wall_seconds = time.perf_counter() - wall
+        return self.report
+
+    def _serve(self, settings: ServerSettings) -> None:
         server = ClusterServer(self.model, settings)
         # The exporters date their sweeps and polls with the model's clock (see the module docstring).
         server.fabric._clock = self.now
@@ -193,8 +217,6 @@ class Demo:
                 self.report.proposals = _proposals(store)
         finally:
             server.close()
-            self.report.wall_seconds = time.perf_counter() - wall
-        return self.report
 
     def _loop(self, server: ClusterServer, base: str, store: Store) -> None:
         t = self.timings
@@ -218,15 +240,22 @@ class Demo:
             approval=self.approval,
             gpus_per_node=self.model.spec.gpus_per_node,
         )
-        slurm = SimulatedSlurmSide(base, advance_seconds=t.cycle_seconds / 3, drain_deadline_seconds=900.0)
+        sides: list[Side]
+        if self.backends is not None:
+            sides = self.backends.sides(self.out / "apply" / "real")
+        else:
+            slurm = SimulatedSlurmSide(
+                base, advance_seconds=t.cycle_seconds / 3, drain_deadline_seconds=900.0
+            )
+            sides = [SimulatedQosSide(base), slurm]
         orchestrator = Orchestrator(
             store,
-            [SimulatedQosSide(base), slurm],
+            sides,
             limits=self.approval.limits,
             who=APPLIER,
             state_dir=self.out / "apply",
         )
-        events = scripted(t)
+        events = (real_scripted if self.real else scripted)(t)
         self.emit(
             "note",
             f"{len(self.model.spec.nodes)} nodes, pools "
@@ -241,12 +270,14 @@ class Demo:
             if cycle > 0:  # the first fetch advances one window itself (two scrapes)
                 server.runner.advance(t.cycle_seconds)
             self._pace(paced_from)
+            self._push(server)
             result = recommender.run_once()
             self._model_events()
             self._observe(source.last)
             self._cycle(result)
             for stored in store.list_proposals(APPROVED):
-                self._apply(orchestrator, stored.id, store)
+                if self._apply(orchestrator, stored.id, store):
+                    self._sync(server)
             cycle += 1
             if cycle % t.status_every == 0:
                 self._status(store)
@@ -384,14 +415,43 @@ class Demo:
                     reasons=list(decision.reasons),
                 )
 
-    def _apply(self, orchestrator: Orchestrator, pid: str, store: Store) -> None:
+    def _push(self, server: ClusterServer) -> None:
+        """`--real`: the model's counters and link states into ibsim."""
+        if self.backends is None:
+            return
+        with server.runner.locked():
+            count = self.backends.push()
+        log.debug("pushed %d console commands to ibsim", count)
+
+    def _sync(self, server: ClusterServer) -> None:
+        """`--real`: what OpenSM programmed and Slurm's partitions, fed back into the model."""
+        if self.backends is None:
+            return
+        with server.runner.locked():
+            synced = self.backends.sync()
+        server.runner.changed()
+        parts = []
+        if synced.qos is not None:
+            tables = synced.qos.after
+            parts.append(
+                "QoS from smpquery: vlarb_high "
+                + (",".join(f"{vl}:{w}" for vl, w in tables.vlarb_high) or "-")
+                + " vlarb_low "
+                + (",".join(f"{vl}:{w}" for vl, w in tables.vlarb_low) or "-")
+            )
+        for pool, (before, after) in synced.slurm.moved.items():
+            parts.append(f"{pool} from sinfo: {len(before)} -> {len(after)} nodes")
+        self.emit("real", "model follows OpenSM/Slurm: " + ("; ".join(parts) or "already in step"))
+
+    def _apply(self, orchestrator: Orchestrator, pid: str, store: Store) -> bool:
+        """Apply one approved proposal; True when it was applied."""
         stored = store.get(pid)
         outcome, recovered = orchestrator.apply(pid)
         for item in recovered:
             self.emit("apply", f"{item.proposal_id[:12]} recovered: {item.result}", outcome=item.to_dict())
         self.emit("apply", f"{pid[:12]} {outcome.message}", outcome=outcome.to_dict())
         if outcome.result != "applied":
-            return
+            return False
         p = stored.proposal
         persistence = (
             self.timings.quota.persistence_seconds
@@ -410,6 +470,7 @@ class Demo:
                 evidence_since=max(0.0, proposed - persistence - self.timings.cycle_seconds),
             )
         )
+        return True
 
     def _status(self, store: Store) -> None:
         if not self.report.samples:

@@ -69,7 +69,7 @@ def build(report: DemoReport, events: list[Event]) -> tuple[str, dict[str, Any]]
         + (" (" + ", ".join(f"{p} {n}" for p, n in sorted(policies.items())) + ")" if proposals else ""),
         f"  auto-approved by policy:demo: {len(approvals)}; final states: "
         + (", ".join(f"{s} {n}" for s, n in sorted(states.items())) or "none"),
-        f"Applied: {len(report.applied)} (each verified by reading the simulated cluster back)",
+        f"Applied: {len(report.applied)} (each verified by reading {report.verified_on} back)",
     ]
     if effects:
         lines += [

@@ -62,9 +62,14 @@ def test_fast_demo_closes_the_loop(tmp_path: Path, capsys: pytest.CaptureFixture
     assert str(out) in text
 
 
-def test_real_is_refused_with_a_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--real", "--out", str(tmp_path)]) == 2
-    assert "--real is not available" in capsys.readouterr().err
+def test_real_without_its_programs_says_what_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("demo.cli.missing", lambda: ["ibsim", "slurmd"])
+    assert main(["--real", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "--real needs ibsim, slurmd" in err
+    assert not (tmp_path / "run").exists()  # refused before anything was created or started
 
 
 def test_a_non_empty_run_directory_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
