@@ -70,6 +70,7 @@ class SlurmCommands:
                 timeout=self._timeout,
                 env=self._env,
                 stdin=subprocess.DEVNULL,
+                cwd="/",  # never depend on the caller's working directory (it may have been removed)
                 check=False,
             )
         except subprocess.TimeoutExpired:
