@@ -37,16 +37,18 @@ class ScriptedEvent:
     fault: str = ""  # the /-/fault query string
 
 
-def demo_spec(seed: int = 1, start_hour: float = 8.0) -> ClusterSpec:
-    """The demo cluster's spec."""
-    names = node_names(NODES)
-    high = tuple(n for i, n in enumerate(names) if i % HOSTS_PER_LEAF < HOSTS_PER_LEAF // 2)
+def demo_spec(
+    seed: int = 1, start_hour: float = 8.0, nodes: int = NODES, hosts_per_leaf: int = HOSTS_PER_LEAF
+) -> ClusterSpec:
+    """The demo cluster's spec (`nodes` hosts, `hosts_per_leaf` per leaf, pools interleaved on each leaf)."""
+    names = node_names(nodes)
+    high = tuple(n for i, n in enumerate(names) if i % hosts_per_leaf < hosts_per_leaf // 2)
     low = tuple(n for n in names if n not in high)
     return ClusterSpec(
         nodes=names,
         pools=(PoolSpec(HIGH_POOL, high, "high"), PoolSpec(LOW_POOL, low, "normal")),
         fabric=FabricSpec(
-            hosts_per_leaf=HOSTS_PER_LEAF, oversubscription=4.0, wait_tick_bytes=WAIT_TICK_BYTES
+            hosts_per_leaf=hosts_per_leaf, oversubscription=4.0, wait_tick_bytes=WAIT_TICK_BYTES
         ),
         gpus_per_node=GPUS_PER_NODE,
         seed=seed,
@@ -54,29 +56,44 @@ def demo_spec(seed: int = 1, start_hour: float = 8.0) -> ClusterSpec:
     )
 
 
-def demo_model(timings: Timings, seed: int = 1) -> ClusterModel:
+def demo_model(
+    timings: Timings, seed: int = 1, nodes: int = NODES, hosts_per_leaf: int = HOSTS_PER_LEAF
+) -> ClusterModel:
     """The model with its day/night workload (the scripted events are applied by the demo loop)."""
-    spec = demo_spec(seed, timings.start_hour)
-    half = NODES // 2 * GPUS_PER_NODE
+    spec = demo_spec(seed, timings.start_hour, nodes, hosts_per_leaf)
+    half = nodes // 2 * GPUS_PER_NODE
     workload = day_night_workload(
         HIGH_POOL, LOW_POOL, half * 8 // 5, half // 2, seed=seed, start_hour=timings.start_hour
     )
     return ClusterModel(spec, workload)
 
 
-def burst(pool: str, at: float, work_seconds: float) -> JobRequest:
-    """An all-reduce heavy 64-GPU job (8 nodes, so it spans leaves): 4 GB per iteration, 20 ms compute."""
+def burst(pool: str, at: float, work_seconds: float, gpus: int = 64) -> JobRequest:
+    """An all-reduce heavy job spanning leaves (64 GPUs = 8 nodes): 4 GB per iteration, 20 ms compute."""
     return JobRequest(
-        pool, at, 64, work_seconds, compute_seconds=0.02, allreduce_bytes=4e9, name=f"{pool}-allreduce-burst"
+        pool,
+        at,
+        gpus,
+        work_seconds,
+        compute_seconds=0.02,
+        allreduce_bytes=4e9,
+        name=f"{pool}-allreduce-burst",
     )
 
 
-def scripted(timings: Timings, fault_node: str = "node0024") -> list[ScriptedEvent]:
-    """The congestion episode and the GPU fault, in time order."""
+def scripted(timings: Timings, fault_node: str = "node0024", burst_gpus: int = 64) -> list[ScriptedEvent]:
+    """The congestion episode (one burst per pool) and the GPU fault, in time order."""
     at, work = timings.episode_at, timings.episode_work_seconds
     return [
-        ScriptedEvent(at, "job", f"{HIGH_POOL}: 64-GPU all-reduce heavy job", job=burst(HIGH_POOL, at, work)),
-        ScriptedEvent(at, "job", f"{LOW_POOL}: 64-GPU all-reduce heavy job", job=burst(LOW_POOL, at, work)),
+        *(
+            ScriptedEvent(
+                at,
+                "job",
+                f"{pool}: {burst_gpus}-GPU all-reduce heavy job",
+                job=burst(pool, at, work, burst_gpus),
+            )
+            for pool in (HIGH_POOL, LOW_POOL)
+        ),
         ScriptedEvent(
             timings.fault_at,
             "fault",
