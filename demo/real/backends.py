@@ -3,13 +3,18 @@
 ```python
 real = RealBackends(run_dir / "real", model)
 real.start()                     # ibsim + OpenSM (QoS), munged + slurmctld + slurmd per node
-try:
+try:                             # (or: with RealBackends(...) as real:)
     sides = real.sides(state_dir)        # OpenSMSide(OpenSMAdapter), SlurmSide(SlurmAdapter)
     real.push(model)                     # each cycle: counters and link states into ibsim
     real.sync(model)                     # after an applied change: fabric QoS and Slurm -> model
 finally:
     real.close()                         # OpenSM before ibsim; slurmd before slurmctld
 ```
+
+Between `start()` and `close()`, SIGTERM and SIGHUP raise SystemExit (in the main thread), so a killed
+demo still runs its `finally` and stops everything; the programs themselves come from
+`simulator.backends.ibsim_run` and `simulator.backends.slurm_run`, which stop what they started when a
+start fails part-way.
 """
 
 from __future__ import annotations
@@ -17,10 +22,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 
-from demo.real.fabric import UMAD2SIM, RealFabric, program, which
+from demo.real.fabric import RealFabric
 from demo.real.slurm import RealSlurm
 from scheduler_hooks.apply.opensm_side import OpenSMSide
 from scheduler_hooks.apply.sides import Side
@@ -29,6 +36,8 @@ from scheduler_hooks.opensm import OpenSMConfig
 from scheduler_hooks.opensm.config import DiagConfig, VerifyConfig
 from scheduler_hooks.slurm import SlurmConfig
 from simulator.backends import IbsimMirror, QosChange, SlurmMirror, SlurmSync, Smpquery, slurm_layout
+from simulator.backends.ibsim_run import UMAD2SIM
+from simulator.backends.processes import program, signals_raise, which
 from simulator.cluster.model import ClusterModel
 
 log = logging.getLogger(__name__)
@@ -65,9 +74,11 @@ class RealBackends:
         self.slurm_mirror = SlurmMirror(model, {**os.environ, "SLURM_CONF": str(self.slurm.conf_path)})
         self.lid = 0
         self._sides: list[Side] = []
+        self._signals = contextlib.ExitStack()
 
     def start(self) -> None:
-        """Start everything; on a failure stop what was started and re-raise."""
+        """Start everything; on a failure (Ctrl-C, SIGTERM too) stop what was started and re-raise."""
+        self._signals.enter_context(signals_raise())
         try:
             self.fabric.start()
             self.lid = self.fabric.lid(self.fabric.attach)
@@ -75,6 +86,15 @@ class RealBackends:
         except BaseException:
             self.close()
             raise
+
+    def __enter__(self) -> RealBackends:
+        self.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
     def sides(self, state_dir: Path) -> list[Side]:
         """The real apply sides: OpenSMAdapter on this OpenSM, SlurmAdapter on this Slurm."""
@@ -117,12 +137,21 @@ class RealBackends:
         return Synced(qos, self.slurm_mirror.sync())
 
     def close(self) -> None:
-        """Stop everything (OpenSM before ibsim, slurmd before slurmctld); safe to call twice."""
-        for side in self._sides:
-            with contextlib.suppress(Exception):
-                side.close()
-        self._sides = []
-        try:
-            self.fabric.stop()
-        finally:
-            self.slurm.stop()
+        """Stop everything (OpenSM before ibsim, slurmd before slurmctld); safe to call twice.
+
+        Each step runs even when an earlier one failed or was interrupted; the first error is raised after.
+        """
+        with contextlib.ExitStack() as steps:  # the last callback added runs first
+            steps.callback(self._signals.close)
+            steps.callback(self.slurm.stop)
+            steps.callback(self.fabric.stop)
+            for side in self._sides:
+                steps.callback(_quietly, side.close)
+            self._sides = []
+
+
+def _quietly(close: Callable[[], object]) -> None:
+    try:
+        close()
+    except Exception:
+        log.exception("closing an apply side failed")

@@ -11,7 +11,9 @@ slurm_layout(model)                                  # nodes and partitions for 
 
 Modules: `ibsim_net` (topology file), `ibsim_console` (batched console), `ibsim_counters` (model counter
 -> PMA field), `ibsim_mirror` (push, pull_qos), `qos_read` (opensm.conf and smpquery tables),
-`slurm_mirror` (sinfo -> model; layout), `errors`.
+`slurm_mirror` (sinfo -> model; layout), `errors`. Running the real programs: `ibsim_run` (ibsim with a
+console FIFO, OpenSM under umad2sim), `slurm_run` (munged, slurmctld, slurmd per node), both on
+`processes` (each program in its own process group, all stopped in every exit path).
 """
 
 from simulator.backends.errors import BackendError, ConsoleError, QosReadError, SlurmReadError

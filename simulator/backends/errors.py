@@ -19,3 +19,15 @@ class QosReadError(BackendError):
 
 class SlurmReadError(BackendError):
     """Slurm's partitions or node states could not be read, or name nodes the model does not have."""
+
+
+class ProcessError(BackendError):
+    """A real program did not start, answer or stop as expected."""
+
+
+class IbsimError(ProcessError):
+    """ibsim or OpenSM did not start, answer or stop as expected."""
+
+
+class SlurmError(ProcessError):
+    """The local Slurm cluster (munged, slurmctld, slurmd) did not start, or a command against it failed."""

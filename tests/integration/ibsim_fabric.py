@@ -18,33 +18,38 @@ it exits never detaches: its slot stays taken until the console's `X <client>`.
 
 OpenSM's files live in `fabric.opensm.dir` (`opensm.conf`, `osm.log`, `partitions.conf`,
 `qos-policy.conf`); `OpenSM.write_config({...})` + `reload()` apply new options (SIGHUP).
+
+Starting and stopping is the product's (`simulator.backends.ibsim_run`: every process in its own group,
+all stopped in every exit path); this module adds the FatTree topology and console helpers for tests.
 """
 
 from __future__ import annotations
 
-import itertools
-import os
-import re
-import shutil
-import signal
-import subprocess
-import time
-import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
-UMAD2SIM = Path("/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so")
+from simulator.backends.errors import IbsimError
+from simulator.backends.ibsim_run import DEFAULT_OPENSM_OPTIONS, READY, UMAD2SIM, Ibsim, OpenSM
+from simulator.backends.processes import poll_until as _poll_until
+from simulator.backends.processes import which as _which
+
+__all__ = [
+    "DEFAULT_OPENSM_OPTIONS",
+    "MAX_CONSOLE_LINE",
+    "PROGRAMS",
+    "READY",
+    "UMAD2SIM",
+    "FatTree",
+    "IbsimError",
+    "IbsimFabric",
+    "OpenSM",
+    "missing_programs",
+    "poll_until",
+]
+
 PROGRAMS = ("ibsim", "opensm", "perfquery", "ibnetdiscover", "iblinkinfo")
-READY = "Network simulator ready"
 MAX_CONSOLE_LINE = 127  # ibsim reads console lines into a 128-byte buffer
-
-_marker_numbers = itertools.count(1)
-
-
-class IbsimError(RuntimeError):
-    """ibsim or OpenSM did not start, answer or stop as expected."""
 
 
 def missing_programs() -> list[str]:
@@ -55,24 +60,9 @@ def missing_programs() -> list[str]:
     return missing
 
 
-def _which(name: str) -> str | None:
-    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
-
-
-def _program(name: str) -> str:
-    path = _which(name)
-    if path is None:
-        raise IbsimError(f"{name} is not installed")
-    return path
-
-
 def poll_until(predicate: Callable[[], bool], timeout: float, what: str, interval: float = 0.02) -> None:
     """Poll `predicate` until it holds; raise IbsimError naming `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise IbsimError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(interval)
+    _poll_until(predicate, timeout, what, interval, IbsimError)
 
 
 # --- topology ------------------------------------------------------------------------------------
@@ -163,111 +153,14 @@ class FatTree:
         return self.hcas_per_leaf + 1 + spine_index * self.links_per_pair + k
 
 
-# --- OpenSM --------------------------------------------------------------------------------------
-
-DEFAULT_OPENSM_OPTIONS: dict[str, str] = {"sweep_interval": "0"}
+# --- the fabric ----------------------------------------------------------------------------------
 
 
-class OpenSM:
-    """An OpenSM attached to an IbsimFabric; its config file is rewritten by `write_config`."""
+class IbsimFabric(Ibsim):
+    """ibsim running `topology` in `workdir`, with a console FIFO and an optional OpenSM.
 
-    def __init__(self, fabric: IbsimFabric, options: Mapping[str, str] | None = None) -> None:
-        self.fabric = fabric
-        self.dir = fabric.workdir / "osm"
-        self.dir.mkdir(exist_ok=True)
-        self.conf_path = self.dir / "opensm.conf"
-        self.log_path = self.dir / "osm.log"
-        self.stdout_path = self.dir / "stdout.log"
-        self.options: dict[str, str] = {**DEFAULT_OPENSM_OPTIONS, **(options or {})}
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def write_config(self, options: Mapping[str, str] | None = None) -> None:
-        """Merge `options` into the config and write the file (paths always point into the work dir)."""
-        self.options.update(options or {})
-        fixed = {
-            "log_file": str(self.log_path),
-            "dump_files_dir": str(self.dir),
-            "partition_config_file": str(self.dir / "partitions.conf"),
-            "qos_policy_file": str(self.dir / "qos-policy.conf"),
-            "force_log_flush": "TRUE",
-        }
-        lines = [f"{key} {value}" for key, value in {**self.options, **fixed}.items()]
-        self.conf_path.write_text("\n".join(lines) + "\n")
-
-    def start(self, timeout: float = 60.0) -> None:
-        """Start OpenSM and wait until its log says `SUBNET UP`."""
-        self.write_config()
-        env = {**self.fabric.env, "OSM_TMP_DIR": str(self.dir), "OSM_CACHE_DIR": str(self.dir)}
-        with self.stdout_path.open("wb") as out:
-            self.proc = subprocess.Popen(
-                [_program("opensm"), "-F", str(self.conf_path), "-d", "2"],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-                cwd=self.dir,
-                start_new_session=True,
-            )
-        try:
-            self.wait_for_log("SUBNET UP", timeout)
-        except IbsimError:
-            self.stop()
-            raise
-
-    def log_text(self) -> str:
-        """The OpenSM log so far ("" before it exists)."""
-        try:
-            return self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
-
-    def wait_for_log(self, text: str, timeout: float = 30.0, after: int = 0) -> int:
-        """Wait until `text` appears in the log after character offset `after`; return where it ends."""
-        found = -1
-
-        def appeared() -> bool:
-            nonlocal found
-            if self.proc is not None and self.proc.poll() is not None:
-                raise IbsimError(f"opensm exited with {self.proc.returncode}: {self._stdout_tail()}")
-            found = self.log_text().find(text, after)
-            return found >= 0
-
-        poll_until(appeared, timeout, f"{text!r} in the OpenSM log")
-        return found + len(text)
-
-    def reload(self) -> None:
-        """Make OpenSM re-read its config file (SIGHUP)."""
-        if self.proc is None or self.proc.poll() is not None:
-            raise IbsimError("opensm is not running")
-        self.proc.send_signal(signal.SIGHUP)
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """SIGTERM, wait, SIGKILL if needed."""
-        _stop(self.proc, timeout)
-
-    def _stdout_tail(self) -> str:
-        try:
-            return self.stdout_path.read_text(errors="replace")[-2000:]
-        except FileNotFoundError:
-            return ""
-
-
-# --- ibsim ---------------------------------------------------------------------------------------
-
-
-def _stop(proc: subprocess.Popen[bytes] | None, timeout: float) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout)
-
-
-class IbsimFabric:
-    """ibsim running `topology` in `workdir`, with a console FIFO and an optional OpenSM."""
+    Start-up and stop are `simulator.backends.ibsim_run.Ibsim`'s; this adds the FatTree and console helpers.
+    """
 
     def __init__(
         self,
@@ -277,92 +170,18 @@ class IbsimFabric:
         attach: str | None = None,
         sockname: str | None = None,
     ) -> None:
-        self.workdir = Path(workdir)
-        self.workdir.mkdir(parents=True, exist_ok=True)
         self.topology = topology if isinstance(topology, FatTree) else None
-        self.netfile = self.workdir / "fabric.net"
-        self.netfile.write_text(topology.render() if isinstance(topology, FatTree) else topology)
-        self.fifo = self.workdir / "ibsim.fifo"
-        self.log_path = self.workdir / "ibsim.log"
-        self.sockname = sockname or f"ibpool{os.getpid()}_{uuid.uuid4().hex[:8]}"
+        net = topology.render() if isinstance(topology, FatTree) else topology
         default_attach = self.topology.hca_names[0] if self.topology else "node1"
-        self.attach = attach or default_attach
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.opensm: OpenSM | None = None
-        self._console_fd: int | None = None
-
-    @property
-    def env(self) -> dict[str, str]:
-        """os.environ plus what attaches a diagnostic to this fabric (preload, socket name, host)."""
-        return {
-            **os.environ,
-            "LD_PRELOAD": str(UMAD2SIM),
-            "IBSIM_SOCKNAME": self.sockname,
-            "SIM_HOST": self.attach,
-        }
-
-    def start(self, timeout: float = 20.0) -> IbsimFabric:
-        """Start ibsim and wait until its console answers (its sockets are bound by then)."""
-        if self.fifo.exists():
-            self.fifo.unlink()
-        os.mkfifo(self.fifo)
-        self._console_fd = os.open(self.fifo, os.O_RDWR)
-        with self.log_path.open("wb") as out:
-            self.proc = subprocess.Popen(
-                [_program("ibsim"), "-s", str(self.netfile)],
-                stdin=self._console_fd,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, "IBSIM_SOCKNAME": self.sockname},
-                cwd=self.workdir,
-                start_new_session=True,
-            )
-        try:
-            poll_until(lambda: READY in self._log(), timeout, "ibsim to start")
-            self.console("# started", timeout)
-        except IbsimError:
-            self.stop()
-            raise
-        return self
-
-    def _log(self) -> str:
-        if self.proc is not None and self.proc.poll() is not None:
-            raise IbsimError(f"ibsim exited with {self.proc.returncode}: {self._tail()}")
-        try:
-            return self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
-
-    def _tail(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-2000:]
-        except FileNotFoundError:
-            return ""
+        super().__init__(Path(workdir), net, attach=attach or default_attach, sockname=sockname)
 
     def console(self, command: str, timeout: float = 10.0) -> str:
-        """Run one console command and return what ibsim printed for it.
-
-        A comment line with a unique marker follows the command; ibsim echoes comments, so once the marker
-        shows in its output every byte before it belongs to the command.
-        """
-        if self._console_fd is None:
-            raise IbsimError("ibsim is not running")
+        """Run one console command and return what ibsim printed for it."""
         if "\n" in command or len(command) > MAX_CONSOLE_LINE:
             raise ValueError(f"a console command is one line of at most {MAX_CONSOLE_LINE} bytes")
-        marker = f"# ibpool-sync-{next(_marker_numbers)}"
-        start = len(self._log())
-        os.write(self._console_fd, f"{command}\n".encode())
-        os.write(self._console_fd, f"{marker}\n".encode())
-        found = -1
-
-        def echoed() -> bool:
-            nonlocal found
-            found = self._log().find(marker, start)
-            return found >= 0
-
-        poll_until(echoed, timeout, f"ibsim to run {command!r}")
-        output = self._log()[start:found]
-        return output.replace("sim> ", "").strip()
+        if self.proc is None:
+            raise IbsimError("ibsim is not running")
+        return self.console_run([command], timeout)
 
     def performance_set(self, node: str, port: int, attribute: str, field: str, value: int) -> None:
         """Set one PMA counter (`PerformanceSet "node"[port] attribute.field=value`)."""
@@ -386,69 +205,7 @@ class IbsimFabric:
         """Drop `percent` % of the MADs `node` gets (only attribute id `attribute` when given)."""
         self.console(f'Error "{node}" {percent}' + (f" {attribute}" if attribute is not None else ""))
 
-    def node_guid(self, name: str) -> str:
-        """The node GUID ibsim gave `name`, as `0x` + 16 hex digits (from the console's Dump)."""
-        output = self.console(f'Dump "{name}"')
-        match = re.search(r"nodeguid\s+([0-9a-fA-F]+)", output)
-        if match is None:
-            raise IbsimError(f"no node {name!r} in the fabric: {output[:500]}")
-        return f"0x{int(match.group(1), 16):016x}"
-
-    def lid(self, name: str, port: int | None = None) -> int:
-        """The LID of `name` (a switch's port 0, or `port` of a CA; its first port by default), 0 if none.
-
-        Read from the console's Dump, so it needs no diagnostic; LIDs exist once OpenSM has swept.
-        """
-        output = self.console(f'Dump "{name}"')
-        for line in output.splitlines():
-            match = re.match(r"^\S+\s+\[(\d+)\].*?\blid (\d+)\b", line)
-            if match and (port is None or int(match.group(1)) == port):
-                return int(match.group(2))
-        raise IbsimError(f"no LID line for {name!r} port {port} in: {output[:500]}")
-
-    def start_opensm(self, options: Mapping[str, str] | None = None, timeout: float = 60.0) -> OpenSM:
-        """Start OpenSM (attached like the diagnostics) and wait for `SUBNET UP`."""
-        if self.opensm is not None:
-            raise IbsimError("OpenSM already runs on this fabric")
-        opensm = OpenSM(self, options)
-        opensm.start(timeout)
-        self.opensm = opensm
-        return opensm
-
-    def run_diag(
-        self, argv: Sequence[str], timeout: float = 30.0, check: bool = True
-    ) -> subprocess.CompletedProcess[str]:
-        """Run a diagnostic (perfquery, smpquery, saquery, ...) against this fabric."""
-        program = _program(argv[0]) if "/" not in argv[0] else argv[0]
-        result = subprocess.run(
-            [program, *argv[1:]],
-            env=self.env,
-            cwd=self.workdir,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-        if check and result.returncode != 0:
-            raise IbsimError(f"{argv[0]} exited with {result.returncode}: {result.stderr[-2000:]}")
-        return result
-
-    def stop(self) -> None:
-        """Stop OpenSM (and wait for it), then ibsim; close the console."""
-        try:
-            if self.opensm is not None:
-                self.opensm.stop()
-                self.opensm = None
-        finally:
-            _stop(self.proc, 10.0)
-            if self._console_fd is not None:
-                os.close(self._console_fd)
-                self._console_fd = None
-
     def __enter__(self) -> IbsimFabric:
-        return self.start() if self.proc is None else self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
+        if self.proc is None:
+            self.start()
+        return self

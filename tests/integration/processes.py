@@ -1,25 +1,24 @@
-"""Starting and stopping real programs in integration tests."""
+"""Starting and stopping real programs in integration tests.
+
+The generic parts (free ports, stopping a process and its group) are the product's
+`simulator.backends.processes`; this adds HTTP readiness and the ibpool argv for tests.
+"""
 
 from __future__ import annotations
 
 import http.client
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from simulator.backends.processes import free_port, stop_process
 from tests.helpers import wait_for
 
+__all__ = ["REPO", "free_port", "http_get", "ibpool_argv", "start_http_program", "stop", "wait_until"]
+
 REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    """A TCP port on loopback that was free a moment ago."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def http_get(port: int, path: str, timeout: float = 10.0, method: str = "GET") -> tuple[int, bytes]:
@@ -75,14 +74,8 @@ def ibpool_argv(*args: str) -> list[str]:
 
 
 def stop(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> int:
-    """SIGTERM, wait, SIGKILL if needed; returns the exit code."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    """SIGTERM, wait, SIGKILL if needed (its group when it leads one); returns the exit code."""
+    stop_process(proc, timeout)
     if proc.stderr:
         proc.stderr.close()
     return proc.returncode
