@@ -319,6 +319,20 @@ class Store:
         rows = self._conn.execute(query + " ORDER BY submitted_at, id", (state,) if state else ()).fetchall()
         return [self._stored(row) for row in rows]
 
+    def list_kind(self, kind: str, states: Iterable[str] | None = None) -> list[StoredProposal]:
+        """Proposals of one kind in submission order, optionally only those in `states`."""
+        query = f"SELECT {_PROPOSAL_COLUMNS} FROM proposals WHERE kind = ?"
+        params: list[str] = [kind]
+        if states is not None:
+            wanted = sorted(set(states))
+            unknown = [state for state in wanted if state not in STATES]
+            if unknown:
+                raise ValueError(f"unknown states {unknown!r}; states are {', '.join(STATES)}")
+            query += f" AND state IN ({', '.join('?' for _ in wanted)})"
+            params += wanted
+        rows = self._conn.execute(query + " ORDER BY submitted_at, id", params).fetchall()
+        return [self._stored(row) for row in rows]
+
     def in_flight(self) -> list[StoredProposal]:
         """Proposals found in `applying`: interrupted applies that recovery must complete or roll back."""
         return self.list_proposals(APPLYING)

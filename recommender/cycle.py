@@ -4,6 +4,8 @@
 (a proposal equal in kind and changes to one still pending is not submitted again) and lets the approval
 policy file decide. Hysteresis memory (quota state, per-pool history for the rebalance windows) lives in
 the Recommender and, when `state_path` is given, in a JSON file beside the store so `--once` runs chain.
+Loans, home partitions, cooldowns and the lend budget come from the `move_nodes` proposals in the store
+(`signals/placement.py`), read once per cycle, so a restart keeps them.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ from proposals.model import Change, Evidence, Proposal
 from proposals.states import PENDING
 from proposals.store import Store
 from recommender.policies.quota import QuotaPolicy, QuotaState
-from recommender.policies.rebalance import Move, RebalancePolicy
+from recommender.policies.rebalance import LEND, TAKEBACK, Move, RebalancePolicy
+from recommender.signals.assemble import IDLE, OFFLINE
 from recommender.signals.history import PoolHistory, cluster_view
 from recommender.signals.model import POOLS, Missing, Signals
+from recommender.signals.placement import Placement, StoredMove, place, read_moves
 from recommender.signals.source import SignalSource
 
 log = logging.getLogger(__name__)
@@ -106,19 +110,28 @@ class Recommender:
         self.history = PoolHistory()
         self._load_state()
 
-    def evaluate(self, signals: Signals) -> Evaluation:
-        """Both policies on one snapshot (no I/O); updates the hysteresis memory."""
+    def evaluate(self, signals: Signals, stored: Sequence[StoredMove] | None = None) -> Evaluation:
+        """Both policies on one snapshot (no I/O); updates the hysteresis memory.
+
+        `stored`: the store's `move_nodes` proposals (`read_moves`); None: no loans known, and the
+        cooldowns and lend budget only see the lends this process proposed.
+        """
         out = Evaluation()
         lacking = signals.lacking((POOLS,))
         if lacking:
             out.missing += lacking
         else:
             self.history.record(signals)
-            view = cluster_view(signals, self.history, self.gpus_per_node, self.rebalance)
+            placement = None
+            if stored is not None:
+                members = {n.name: n.pools for n in signals.nodes.values()}
+                placement = place(stored, signals.taken_at, self.rebalance.name, members)
+            view = cluster_view(signals, self.history, self.gpus_per_node, self.rebalance, placement)
             moves = self.rebalance.propose(view)
-            out.proposals += moves_to_proposals(signals, moves, self.rebalance)
+            out.proposals += moves_to_proposals(signals, moves, self.rebalance, placement=placement)
             for move in moves:
-                self.history.lent(move.to_pool, signals.taken_at, move.nodes)
+                if move.kind == LEND:
+                    self.history.lent(move.from_pool, move.to_pool, signals.taken_at, move.nodes)
         decision = self.quota.propose(signals, self.quota_state)
         self.quota_state = decision.state
         out.proposals += decision.proposals
@@ -130,7 +143,7 @@ class Recommender:
         """Fetch, evaluate, submit, auto-approve; never raises for missing data."""
         started, clock = time.time(), time.perf_counter()
         signals = self.source.fetch()
-        found = self.evaluate(signals)
+        found = self.evaluate(signals, read_moves(self.store))
         pending = {_shape(s.proposal) for s in self.store.list_proposals(PENDING)}
         submitted: list[Submitted] = []
         skipped = 0
@@ -191,22 +204,51 @@ _QUERIES = {
 }
 
 
+def _pick(
+    signals: Signals, move: Move, pools: tuple[list[str], list[str]], where: Placement, used: set[str]
+) -> list[str]:
+    """Nodes of `move.home_pool` in the donor (not on their way already, not picked by another move): idle
+    ones, last in natural order; a take-back then recalls busy ones too (the hooks drain them)."""
+    donor, taker = pools
+    ok = [
+        n
+        for n in donor
+        if n not in taker
+        and n not in used
+        and n not in where.transit
+        and where.home_of(n, move.from_pool) == move.home_pool
+    ]
+    idle = sorted((n for n in ok if signals.nodes[n].state == IDLE), key=targets.node_sort_key)
+    busy: list[str] = []
+    if move.kind == TAKEBACK:
+        online = (n for n in ok if signals.nodes[n].state not in OFFLINE | {IDLE})
+        busy = sorted(online, key=targets.node_sort_key)
+    return (busy + idle)[-move.nodes :] if move.nodes else []
+
+
 def moves_to_proposals(
-    signals: Signals, moves: Sequence[Move], policy: RebalancePolicy, expires_seconds: float = 3600.0
+    signals: Signals,
+    moves: Sequence[Move],
+    policy: RebalancePolicy,
+    expires_seconds: float = 3600.0,
+    *,
+    placement: Placement | None = None,
 ) -> list[Proposal]:
-    """Each move as a `move_nodes` proposal: the donor's idle nodes (last in natural order) change pool."""
+    """Each move as a `move_nodes` proposal: nodes of the move's home pool (see `_pick`) change pool."""
     members: dict[str, list[str]] = {p: [] for p in signals.pools}
     for node in signals.nodes.values():
         for pool in node.pools:
             members.setdefault(pool, []).append(node.name)
+    where = placement or Placement()
     created = datetime.fromtimestamp(signals.taken_at, UTC).replace(microsecond=0)
     out: list[Proposal] = []
+    used: set[str] = set()
     for move in moves:
         donor, taker = members.get(move.from_pool, []), members.get(move.to_pool, [])
-        idle = [n for n in donor if signals.nodes[n].state == "idle" and n not in taker]
-        chosen = sorted(idle, key=targets.node_sort_key)[-move.nodes :] if move.nodes else []
+        chosen = _pick(signals, move, (donor, taker), where, used)
         if len(chosen) < move.nodes:
-            continue  # not enough idle whole nodes now: no guess
+            continue  # not enough movable nodes now: no guess
+        used.update(chosen)
         changes = (
             Change(
                 targets.slurm_partition_nodes(move.from_pool),

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from recommender.backtest.engine import Observation, Prepared
 from recommender.backtest.model import CapacityModel, ModelParams, NodeMove
 from recommender.backtest.windows import SlidingMin, trailing_max
+from recommender.policies.daily_profile import DailyProfile
 from recommender.policies.rebalance import (
     LEND,
     ClusterView,
@@ -48,13 +49,21 @@ class PolicyStrategy:
         self.policy = RebalancePolicy(params)
         reserve = window_steps(params.reserve_window_min, self.dt)
         self.peak = [trailing_max(series, reserve) for series in prepared.demand]
+        recent = window_steps(params.plan_recent_peak_min, self.dt)
+        self.recent_peak = [trailing_max(series, recent) for series in prepared.demand]
         persistence = window_steps(params.persistence_min, self.dt)
         self.pending_min = [SlidingMin(persistence) for _ in self.names]
         takeback = window_steps(params.takeback_persistence_min, self.dt)
         self.pending_recent_min = [SlidingMin(takeback) for _ in self.names]
+        chronic = window_steps(params.chronic_pending_min, self.dt) if params.chronic_pending_min else 0
+        self.pending_chronic_min = [SlidingMin(chronic) if chronic else None for _ in self.names]
         self.last_lend: dict[str, float] = {}
         self.recent_lends: list[tuple[float, int]] = []
         self.budget_window = params.lend_budget_window_min
+        profile = params.profile_params()
+        self.profile = DailyProfile(profile) if profile else None
+        self.plan_lead = params.plan_lead_min
+        self.epoch_min = trace.start.timestamp() / 60.0
 
     def _loans(self, model: CapacityModel) -> tuple[Loan, ...]:
         names = self.names
@@ -73,9 +82,14 @@ class PolicyStrategy:
         lent = bool(model.transit) or any(map(any, model.held))
         movable = model.movable_all() if lent else model.home_nodes
         snapshots = []
+        clock = self.epoch_min + step * self.dt
         for p, name in enumerate(names):
             unmet = obs.unmet[p]
             k, a = obs.capacity[p], obs.allocated[p]
+            forecast, chronic = None, self.pending_chronic_min[p]
+            if self.profile is not None:
+                self.profile.record(name, clock, obs.demand[p])
+                forecast = self.profile.forecast(name, clock + self.plan_lead)
             snapshots.append(
                 PoolSnapshot(
                     name=name,
@@ -88,6 +102,10 @@ class PolicyStrategy:
                     demand_peak_gpus=self.peak[p][step],
                     history_min=(step + 1) * self.dt,
                     pending_recent_min_gpus=self.pending_recent_min[p].push(unmet),
+                    pending_chronic_min_gpus=chronic.push(unmet) if chronic else None,
+                    demand_recent_peak_gpus=self.recent_peak[p][step],
+                    planned_demand_gpus=forecast.expected_demand if forecast else None,
+                    planned_peak_gpus=forecast.expected_peak if forecast else None,
                 )
             )
         loans = self._loans(model) if lent else ()
@@ -104,6 +122,8 @@ class PolicyStrategy:
             if move.kind == LEND:
                 self.last_lend[move.from_pool] = self.last_lend[move.to_pool] = view.now_min
                 self.recent_lends.append((view.now_min, move.nodes))
+            else:
+                self.last_lend[move.to_pool] = view.now_min
             idx = self.index
             out.append(
                 NodeMove(idx[move.from_pool], idx[move.to_pool], idx[move.home_pool], move.nodes, move.kind)

@@ -17,6 +17,10 @@ Rules, in order:
    takes back); a donor gives borrowed nodes before its own; each pool waits a cooldown between lends;
    lends over a trailing window stay within a budget per pool-day (take-backs at most match lends, so
    moves stay within twice that budget).
+3. Time-of-day plans (when `plan_days` > 0 and the caller fills the planned fields from a
+   `DailyProfile`): a pool whose demand at this time of day exceeded its capacity on most recent days
+   borrows `plan_lead_min` ahead of it and takes its own nodes back ahead of its own shift; a donor whose
+   demand stayed low over the coming hours on every recent day may lend below its trailing peak.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
+
+from recommender.policies.daily_profile import ProfileParams
 
 LEND = "lend"
 TAKEBACK = "takeback"
@@ -50,6 +56,13 @@ class RebalanceParams:
     lend_budget_per_pool_day: float = 0.25
     lend_budget_window_min: float = 10080.0
     takeback_persistence_min: float = 5.0
+    chronic_pending_min: float = 240.0
+    plan_days: int = 7
+    plan_min_days: int = 5
+    plan_slot_min: float = 30.0
+    plan_lead_min: float = 20.0
+    plan_horizon_min: float = 240.0
+    plan_recent_peak_min: float = 60.0
 
     def __post_init__(self) -> None:
         errors = [f"{f.name} must be >= 0" for f in fields(self) if getattr(self, f.name) < 0]
@@ -57,8 +70,19 @@ class RebalanceParams:
             errors.append("max_nodes_per_move must be >= 1")
         if self.persistence_min <= 0:
             errors.append("persistence_min must be > 0")
+        if self.plan_days:
+            try:
+                self.profile_params()
+            except ValueError as exc:
+                errors.append(f"plan: {exc}")
         if errors:
             raise RebalanceParamsError("; ".join(errors))
+
+    def profile_params(self) -> ProfileParams | None:
+        """The time-of-day profile's parameters; None when plans are off (`plan_days` = 0)."""
+        if not self.plan_days:
+            return None
+        return ProfileParams(self.plan_slot_min, self.plan_days, self.plan_min_days, self.plan_horizon_min)
 
     def as_dict(self) -> dict[str, float | int]:
         """Plain values for reports."""
@@ -81,6 +105,11 @@ class PoolSnapshot:
 
     `pending_recent_min_gpus` is the minimum of pending over the take-back persistence window; None (a
     caller that does not track it) means "pending now", i.e. an immediate take-back.
+    `pending_chronic_min_gpus` is the minimum of pending over `chronic_pending_min` (None: not tracked).
+    `planned_demand_gpus` / `planned_peak_gpus` come from a `DailyProfile` forecast (demand expected
+    `plan_lead_min` ahead, peak over the plan horizon); None without a time-of-day profile.
+    `demand_recent_peak_gpus` is the demand peak over `plan_recent_peak_min`: what a profile may not
+    talk the reserve below (None: the trailing peak is kept whatever the profile says).
     """
 
     name: str
@@ -93,6 +122,10 @@ class PoolSnapshot:
     demand_peak_gpus: int
     history_min: float
     pending_recent_min_gpus: int | None = None
+    pending_chronic_min_gpus: int | None = None
+    demand_recent_peak_gpus: int | None = None
+    planned_demand_gpus: int | None = None
+    planned_peak_gpus: int | None = None
 
     @property
     def demand_gpus(self) -> int:
@@ -231,15 +264,23 @@ class RebalancePolicy:
             pool = by_name.get(home)
             if pool is None:
                 continue
-            free = pool.capacity_gpus + g * ledger.incoming[home] - pool.demand_gpus
-            if pool.pending_recent_min_gpus is not None and pool.pending_recent_min_gpus < pool.pending_gpus:
-                # Waiting that did not last the take-back persistence window does not recall a node.
-                free += pool.pending_gpus - pool.pending_recent_min_gpus
+            # Waiting that did not last the take-back persistence window does not recall a node.
+            recent = (
+                pool.pending_gpus if pool.pending_recent_min_gpus is None else pool.pending_recent_min_gpus
+            )
+            held = pool.allocated_gpus + min(recent, pool.pending_gpus)
+            planned = pool.planned_demand_gpus or 0
+            free = pool.capacity_gpus + g * ledger.incoming[home] - max(held, planned)
             margin = self.params.takeback_headroom * pool.home_gpus
             if free >= margin:
                 continue
             need = max(1, math.ceil((margin - free) / g))
-            evidence = (Evidence("free_gpus", 0.0, float(free), margin),)
+            if planned > held:
+                reason = "owner's time-of-day demand is due"
+                evidence = (Evidence("planned_demand_gpus", self._plan_window(), float(planned), 0.0),)
+            else:
+                reason = "owner demand returned"
+                evidence = (Evidence("free_gpus", 0.0, float(free), margin),)
 
             def cheapest(loan: Loan) -> tuple[int, int, str]:
                 holder = by_name.get(loan.holder)
@@ -254,21 +295,52 @@ class RebalancePolicy:
                 ledger.given[loan.holder] += take
                 ledger.committed[(home, loan.holder)] += take
                 ledger.incoming[home] += take
-                moves.append(Move(TAKEBACK, loan.holder, home, home, take, "owner demand returned", evidence))
+                moves.append(Move(TAKEBACK, loan.holder, home, home, take, reason, evidence))
         return moves
 
     def _cooling(self, view: ClusterView, pool: str) -> bool:
         last = (view.last_lend_min or {}).get(pool)
         return last is not None and view.now_min - last < self.params.cooldown_min
 
-    def _spare_nodes(self, view: ClusterView, pool: PoolSnapshot, ledger: _Ledger) -> int:
-        """Idle whole nodes above the pool's reserve (0 while its history is too short)."""
+    def _spare_nodes(self, view: ClusterView, pool: PoolSnapshot, ledger: _Ledger, *, planned: bool) -> int:
+        """Idle whole nodes above the pool's reserve (0 while its history is too short).
+
+        The reserve keeps the trailing demand peak, unless the donor's time-of-day profile says it stayed
+        quiet over the coming hours on every recent day: then it keeps that expected peak, and for a
+        reactive lend also its peak of the last few hours (a plan knows a shift ended; a reaction does not).
+        """
         p = self.params
         if pool.history_min < p.min_history_min or self._cooling(view, pool.name):
             return 0
-        reserve = max(pool.demand_peak_gpus, pool.demand_gpus) + p.reserve_headroom * pool.home_gpus
+        peak = pool.demand_peak_gpus
+        if pool.planned_peak_gpus is not None and (planned or pool.demand_recent_peak_gpus is not None):
+            recent = 0 if planned else pool.demand_recent_peak_gpus or 0
+            peak = min(peak, max(pool.planned_peak_gpus, recent))
+        keep = max(peak, pool.demand_gpus, pool.planned_demand_gpus or 0)
+        reserve = keep + p.reserve_headroom * pool.home_gpus
         spare = math.floor((pool.capacity_gpus - reserve) / view.gpus_per_node)
         return max(0, min(spare, pool.idle_nodes) - ledger.given[pool.name])
+
+    def _persistent_pending(self, pool: PoolSnapshot, threshold: float, g: int) -> int:
+        """Pending that lasted the persistence window; a pool that has waited for less than a node
+        over the (longer) chronic window counts as waiting for one node."""
+        persistent = min(pool.pending_gpus, pool.pending_min_gpus)
+        chronic = pool.pending_chronic_min_gpus
+        window = self.params.chronic_pending_min
+        if persistent < threshold and chronic and window and pool.history_min >= window:
+            return max(persistent, g if min(chronic, pool.pending_gpus) >= 1 else 0)
+        return persistent
+
+    def _plan_window(self) -> float:
+        """Minutes of history a time-of-day forecast looks back over."""
+        return self.params.plan_days * 1440.0
+
+    @staticmethod
+    def _planned_shortfall(pool: PoolSnapshot, incoming_gpus: int) -> int:
+        """GPUs the pool's time-of-day demand will exceed its capacity (incoming nodes included) by."""
+        if pool.planned_demand_gpus is None:
+            return 0
+        return max(0, pool.planned_demand_gpus - pool.capacity_gpus - incoming_gpus)
 
     def lend_budget(self, view: ClusterView) -> int:
         """Nodes that may still be lent: a rate per pool-day over a trailing window, less recent lends."""
@@ -281,38 +353,50 @@ class RebalancePolicy:
         p, g = self.params, view.gpus_per_node
         budget = self.lend_budget(view)
         threshold = p.min_pending_nodes * g
+        persistent = {s.name: self._persistent_pending(s, threshold, g) for s in view.pools}
+        planned = {s.name: self._planned_shortfall(s, g * ledger.incoming[s.name]) for s in view.pools}
         borrowers = [
             s
             for s in view.pools
-            if s.history_min >= p.persistence_min
-            and min(s.pending_gpus, s.pending_min_gpus) >= max(threshold, 1)
+            if (
+                (s.history_min >= p.persistence_min and persistent[s.name] >= max(threshold, 1))
+                or planned[s.name] >= g
+            )
             and ledger.away[s.name] == 0
             and not self._cooling(view, s.name)
         ]
-        borrowers.sort(key=lambda s: (-s.pending_min_gpus, s.name))
-        spare = {s.name: self._spare_nodes(view, s, ledger) for s in view.pools}
+        borrowers.sort(key=lambda s: (-max(s.pending_min_gpus, planned[s.name]), s.name))
+        receivers: set[str] = set()
         moves: list[Move] = []
         for borrower in borrowers:
-            persistent = min(borrower.pending_gpus, borrower.pending_min_gpus)
-            want = math.ceil(persistent / g) - ledger.incoming[borrower.name]
-            want = min(want, p.max_nodes_per_move, budget)
-            donors = sorted(
-                (n for n, k in spare.items() if k > 0 and n != borrower.name), key=lambda n: (-spare[n], n)
-            )
-            for donor in donors:
+            want_now = math.ceil(persistent[borrower.name] / g) - ledger.incoming[borrower.name]
+            want_planned = planned[borrower.name] // g
+            want = min(max(want_now, want_planned), p.max_nodes_per_move, budget)
+            on_plan = want_planned > want_now
+            if on_plan:
+                cause = Evidence("planned_demand_gpus", self._plan_window(), float(planned[borrower.name]), g)
+            else:
+                cause = Evidence(
+                    "pending_gpus_min", p.persistence_min, float(persistent[borrower.name]), threshold
+                )
+            receivers.add(borrower.name)
+            spare = {
+                s.name: self._spare_nodes(view, s, ledger, planned=on_plan)
+                for s in view.pools
+                if s.name not in receivers
+            }
+            for donor in sorted((n for n, k in spare.items() if k > 0), key=lambda n: (-spare[n], n)):
                 if want <= 0:
                     break
                 take = min(want, spare[donor])
                 evidence = (
-                    Evidence("pending_gpus_min", p.persistence_min, float(persistent), threshold),
+                    cause,
                     Evidence("donor_spare_nodes", p.reserve_window_min, float(spare[donor]), 1.0),
                 )
                 moves.extend(self._split_by_home(donor, borrower.name, take, evidence, ledger))
-                spare[donor] -= take
                 want -= take
                 budget -= take
                 ledger.incoming[borrower.name] += take
-                spare[borrower.name] = 0
         return moves
 
     @staticmethod
@@ -321,7 +405,9 @@ class RebalancePolicy:
     ) -> list[Move]:
         """Borrowed nodes leave first (their owners keep theirs home), then the donor's own."""
         moves: list[Move] = []
-        reason = "persistent pending demand, idle nodes above the donor's reserve"
+        planned = evidence and evidence[0].signal == "planned_demand_gpus"
+        reason = "time-of-day demand due" if planned else "persistent pending demand"
+        reason += ", idle nodes above the donor's reserve"
         by_home: dict[str, int] = defaultdict(int)
         for loan in ledger.held[donor]:
             by_home[loan.home] += loan.nodes

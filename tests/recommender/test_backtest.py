@@ -11,8 +11,15 @@ from recommender.backtest.oracle import OracleParams, OracleStrategy
 from recommender.backtest.report import BacktestConfig, run_backtest
 from recommender.backtest.strategies import PolicyStrategy, StaticStrategy
 from recommender.backtest.trace import Trace
-from recommender.policies.rebalance import RebalanceParams
-from tests.recommender.scenarios import borrower_and_donor, flickering, make_trace, spiky_donor
+from recommender.policies.rebalance import ClusterView, Move, RebalanceParams
+from tests.recommender.scenarios import (
+    borrower_and_donor,
+    day_and_night,
+    flickering,
+    make_trace,
+    quiet_owner_bursts,
+    spiky_donor,
+)
 
 MODEL = ModelParams()
 QUICK = RebalanceParams(min_history_min=60.0, reserve_headroom=0.0)
@@ -174,3 +181,45 @@ def test_brief_owner_spike_recalls_nothing_a_lasting_one_does() -> None:
     result = run(prepared, PolicyStrategy(prepared, eager, MODEL), MODEL)
     assert [kind for *_, kind in result.move_log][:2] == ["lend", "takeback"]
     assert result.move_log[1][0] == 300
+
+
+def test_time_of_day_plans_serve_a_day_pool_and_a_night_pool() -> None:
+    trace = day_and_night(days=12)
+    prepared = Prepared.of(trace, MODEL.gpus_per_node)
+    first = 8 * 1440  # plans need 5 of the last 7 days; score the last 4
+    static = run(prepared, StaticStrategy(), MODEL, first)
+    roomy = {"lend_budget_per_pool_day": 10.0}
+    with_plans = RebalanceParams.from_mapping(roomy)
+    without = RebalanceParams.from_mapping({**roomy, "plan_days": 0})
+    planned = summarize(run(prepared, PolicyStrategy(prepared, with_plans, MODEL), MODEL, first), static)
+    reactive = summarize(run(prepared, PolicyStrategy(prepared, without, MODEL), MODEL, first), static)
+    assert planned["coverage"] >= 0.85
+    assert planned["reversals_within_60min"] == 0
+    assert planned["worst_pool_p95_wait_ratio_vs_static"] <= 1.0
+    assert planned["coverage"] > reactive["coverage"] + 0.5
+
+
+def test_plans_do_not_fire_without_a_daily_pattern() -> None:
+    trace = spiky_donor(hours=10 * 24)
+    prepared = Prepared.of(trace, MODEL.gpus_per_node)
+    strategy = PolicyStrategy(prepared, QUICK, MODEL)
+    reasons: list[str] = []
+    propose = strategy.policy.propose
+
+    def recording(view: ClusterView) -> list[Move]:
+        moves = propose(view)
+        reasons.extend(m.reason for m in moves)
+        return moves
+
+    strategy.policy.propose = recording  # type: ignore[method-assign]
+    run(prepared, strategy, MODEL)
+    assert reasons and not [r for r in reasons if "time-of-day" in r]
+
+
+def test_an_owner_that_took_its_nodes_back_does_not_lend_them_again_at_once() -> None:
+    trace = quiet_owner_bursts()
+    prepared = Prepared.of(trace, MODEL.gpus_per_node)
+    result = run(prepared, PolicyStrategy(prepared, RebalanceParams(), MODEL), MODEL)
+    kinds = [(kind, src, dst) for _, src, dst, _, _, kind in result.move_log]
+    assert ("takeback", "busy", "owner") in kinds
+    assert result.reversals == 0

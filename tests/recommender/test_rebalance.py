@@ -166,3 +166,57 @@ def test_snapshot_from_raw_history_matches_the_window_aggregates() -> None:
             step_min=1.0,
             params=params,
         )
+
+
+def planned(pool: PoolSnapshot, demand: int, peak: int) -> PoolSnapshot:
+    """The same pool with a time-of-day forecast (and quiet over the last few hours)."""
+    return replace(
+        pool, planned_demand_gpus=demand, planned_peak_gpus=peak, demand_recent_peak_gpus=pool.demand_gpus
+    )
+
+
+def test_a_time_of_day_plan_borrows_before_anything_is_pending() -> None:
+    day = planned(snap("day", 32, 16), demand=48, peak=48)
+    night = planned(snap("night", 32, 0, peak=32), demand=0, peak=0)
+    moves = POLICY.propose(view(day, night))
+    assert [(m.kind, m.from_pool, m.to_pool, m.nodes) for m in moves] == [(LEND, "night", "day", 2)]
+    assert moves[0].evidence[0].signal == "planned_demand_gpus"
+    assert "time-of-day" in moves[0].reason
+
+
+def test_without_a_plan_the_trailing_peak_still_locks_the_donor() -> None:
+    day = planned(snap("day", 32, 16), demand=48, peak=48)
+    night = snap("night", 32, 0, peak=32)  # no profile for the donor yet: its 12 h peak holds
+    assert POLICY.propose(view(day, night)) == []
+    # A donor whose coming hours were busy on some recent day keeps that peak.
+    busy_later = planned(snap("night", 32, 0, peak=32), demand=0, peak=24)
+    moves = POLICY.propose(view(day, busy_later))
+    assert [(m.from_pool, m.nodes) for m in moves] == [("night", 1)]
+
+
+def test_a_donor_quiet_at_this_hour_on_every_recent_day_lends_below_its_trailing_peak() -> None:
+    busy = snap("busy", 32, 32, 16)
+    donor = snap("donor", 32, 0, peak=32)
+    assert POLICY.propose(view(busy, donor)) == []
+    quiet = planned(donor, demand=0, peak=0)
+    moves = POLICY.propose(view(busy, quiet))
+    assert [(m.kind, m.from_pool, m.nodes) for m in moves] == [(LEND, "donor", 2)]
+    assert moves[0].evidence[0].signal == "pending_gpus_min"
+    # ... but not when it was busy in the last few hours,
+    assert POLICY.propose(view(busy, replace(quiet, demand_recent_peak_gpus=32))) == []
+    # nor while it is cooling down (the caller starts a cooldown after a take-back too).
+    assert POLICY.propose(view(busy, quiet, last_lend_min={"donor": 100_000.0 - 30})) == []
+
+
+def test_an_owner_takes_its_nodes_back_ahead_of_its_shift() -> None:
+    night = planned(snap("night", 16, 0, home=32), demand=32, peak=32)
+    day = snap("day", 48, 40, home=32)
+    moves = POLICY.propose(view(night, day, loans=(Loan("night", "day", 2),)))
+    assert [(m.kind, m.from_pool, m.to_pool, m.nodes) for m in moves] == [(TAKEBACK, "day", "night", 2)]
+    assert moves[0].evidence[0].signal == "planned_demand_gpus"
+
+
+def test_plan_parameters_are_checked() -> None:
+    assert RebalanceParams(plan_days=0).profile_params() is None
+    with pytest.raises(RebalanceParamsError, match="plan"):
+        RebalanceParams(plan_days=3, plan_min_days=5)
