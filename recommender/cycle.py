@@ -27,6 +27,7 @@ from proposals.states import PENDING
 from proposals.store import Store
 from recommender.policies.quota import QuotaPolicy, QuotaState
 from recommender.policies.rebalance import LEND, TAKEBACK, Move, RebalancePolicy
+from recommender.policies.rebalance import Evidence as PolicyEvidence
 from recommender.signals.assemble import IDLE, OFFLINE
 from recommender.signals.history import PoolHistory, cluster_view
 from recommender.signals.model import POOLS, Missing, Signals
@@ -201,6 +202,11 @@ _QUERIES = {
     "pending_gpus_min": 'min_over_time(pool:ibpool_pool_pending_gpus:sum{{pool="{to}"}}[{w}])',
     "donor_spare_nodes": 'pool idle whole nodes above the reserve (max_over_time demand[{w}]) of "{frm}"',
     "free_gpus": 'ibpool_pool_capacity_gpus{{pool="{home}"}} - allocated - pending',
+    "pending_gpus_chronic_min": 'min_over_time(pool:ibpool_pool_pending_gpus:sum{{pool="{to}"}}[{w}])',
+    "planned_demand_gpus": (
+        'demand (allocated + pending) of "{to}" at this time of day, held on most of the last {w} '
+        "(time-of-day profile)"
+    ),
 }
 
 
@@ -234,14 +240,19 @@ def moves_to_proposals(
     *,
     placement: Placement | None = None,
 ) -> list[Proposal]:
-    """Each move as a `move_nodes` proposal: nodes of the move's home pool (see `_pick`) change pool."""
+    """The moves as `move_nodes` proposals: nodes of each move's home pool (see `_pick`) change pool.
+
+    Moves that touch a common pool go into one proposal (every partition they touch, once, with its list
+    before and after all of them): two proposals that both rewrite one partition would each carry the same
+    `before`, and applying one would make the other stale.
+    """
     members: dict[str, list[str]] = {p: [] for p in signals.pools}
     for node in signals.nodes.values():
         for pool in node.pools:
             members.setdefault(pool, []).append(node.name)
     where = placement or Placement()
     created = datetime.fromtimestamp(signals.taken_at, UTC).replace(microsecond=0)
-    out: list[Proposal] = []
+    picked: list[tuple[Move, list[str]]] = []
     used: set[str] = set()
     for move in moves:
         donor, taker = members.get(move.from_pool, []), members.get(move.to_pool, [])
@@ -249,49 +260,77 @@ def moves_to_proposals(
         if len(chosen) < move.nodes:
             continue  # not enough movable nodes now: no guess
         used.update(chosen)
-        changes = (
-            Change(
-                targets.slurm_partition_nodes(move.from_pool),
-                targets.format_node_list(donor),
-                targets.format_node_list(set(donor) - set(chosen)),
-            ),
-            Change(
-                targets.slurm_partition_nodes(move.to_pool),
-                targets.format_node_list(taker),
-                targets.format_node_list(set(taker) | set(chosen)),
-            ),
+        picked.append((move, chosen))
+    return [_group_proposal(group, members, policy, created, expires_seconds) for group in _connected(picked)]
+
+
+def _connected(picked: list[tuple[Move, list[str]]]) -> list[list[tuple[Move, list[str]]]]:
+    """The moves grouped so that moves sharing a pool (directly or through others) are together, in order."""
+    groups: list[tuple[set[str], list[tuple[Move, list[str]]]]] = []
+    for item in picked:
+        pools = {item[0].from_pool, item[0].to_pool}
+        joined = [g for g in groups if g[0] & pools]
+        merged: tuple[set[str], list[tuple[Move, list[str]]]] = (set(pools), [])
+        for g in joined:
+            merged[0].update(g[0])
+            merged[1].extend(g[1])
+            groups.remove(g)
+        merged[1].append(item)
+        merged[1].sort(key=picked.index)
+        groups.append(merged)
+    groups.sort(key=lambda g: picked.index(g[1][0]))
+    return [g[1] for g in groups]
+
+
+def _group_proposal(
+    group: list[tuple[Move, list[str]]],
+    members: dict[str, list[str]],
+    policy: RebalancePolicy,
+    created: datetime,
+    expires_seconds: float,
+) -> Proposal:
+    """One `move_nodes` proposal for a group of moves."""
+    order: list[str] = []
+    after: dict[str, set[str]] = {}
+    for move, chosen in group:
+        for pool in (move.from_pool, move.to_pool):
+            if pool not in after:
+                order.append(pool)
+                after[pool] = set(members.get(pool, []))
+        after[move.from_pool] -= set(chosen)
+        after[move.to_pool] |= set(chosen)
+    changes = tuple(
+        Change(
+            targets.slurm_partition_nodes(pool),
+            targets.format_node_list(members.get(pool, [])),
+            targets.format_node_list(after[pool]),
         )
-        evidence = tuple(
-            Evidence(
-                _QUERIES.get(e.signal, e.signal).format(
-                    to=move.to_pool,
-                    frm=move.from_pool,
-                    home=move.home_pool,
-                    w=f"{max(1, round(e.window_min))}m",
-                ),
-                f"{max(1, round(e.window_min))}m",
-                e.value,
-                e.threshold,
-            )
-            for e in move.evidence
-        )
-        effect = (
-            f"{move.kind}: {move.nodes} node(s) ({', '.join(chosen)}) of {move.home_pool} "
-            f"from {move.from_pool}"
-            f" to {move.to_pool}: {move.reason}"
-        )
-        out.append(
-            Proposal(
-                kind="move_nodes",
-                changes=changes,
-                evidence=evidence,
-                expected_effect=effect,
-                created_at=created,
-                expires_at=created + timedelta(seconds=expires_seconds),
-                policy=policy.name,
-            )
-        )
-    return out
+        for pool in order
+    )
+    evidence = tuple(_evidence(move, e) for move, _ in group for e in move.evidence)
+    effect = "; ".join(
+        f"{move.kind}: {move.nodes} node(s) ({', '.join(chosen)}) of {move.home_pool} "
+        f"from {move.from_pool} to {move.to_pool}: {move.reason}"
+        for move, chosen in group
+    )
+    return Proposal(
+        kind="move_nodes",
+        changes=changes,
+        evidence=evidence,
+        expected_effect=effect,
+        created_at=created,
+        expires_at=created + timedelta(seconds=expires_seconds),
+        policy=policy.name,
+    )
+
+
+def _evidence(move: Move, e: PolicyEvidence) -> Evidence:
+    """A policy's evidence as the proposal's: the query it stands for, the window, value and threshold."""
+    window = f"{max(1, round(e.window_min))}m"
+    query = _QUERIES.get(e.signal, e.signal).format(
+        to=move.to_pool, frm=move.from_pool, home=move.home_pool, w=window
+    )
+    return Evidence(query, window, e.value, e.threshold)
 
 
 def _shape(proposal: Proposal) -> tuple[str, tuple[tuple[str, str, str], ...]]:

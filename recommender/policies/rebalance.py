@@ -375,6 +375,9 @@ class RebalancePolicy:
             on_plan = want_planned > want_now
             if on_plan:
                 cause = Evidence("planned_demand_gpus", self._plan_window(), float(planned[borrower.name]), g)
+            elif min(borrower.pending_gpus, borrower.pending_min_gpus) < persistent[borrower.name]:
+                chronic = float(borrower.pending_chronic_min_gpus or 0)
+                cause = Evidence("pending_gpus_chronic_min", p.chronic_pending_min, chronic, 1.0)
             else:
                 cause = Evidence(
                     "pending_gpus_min", p.persistence_min, float(persistent[borrower.name]), threshold
@@ -405,8 +408,10 @@ class RebalancePolicy:
     ) -> list[Move]:
         """Borrowed nodes leave first (their owners keep theirs home), then the donor's own."""
         moves: list[Move] = []
-        planned = evidence and evidence[0].signal == "planned_demand_gpus"
-        reason = "time-of-day demand due" if planned else "persistent pending demand"
+        reason = {
+            "planned_demand_gpus": "time-of-day demand due",
+            "pending_gpus_chronic_min": "chronic pending demand below a node",
+        }.get(evidence[0].signal if evidence else "", "persistent pending demand")
         reason += ", idle nodes above the donor's reserve"
         by_home: dict[str, int] = defaultdict(int)
         for loan in ledger.held[donor]:

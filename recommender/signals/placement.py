@@ -136,19 +136,15 @@ def place(
     out = Placement()
     applied = sorted((m for m in live if m.state == APPLIED), key=lambda m: (m.settled_at, m.id))
     for move in applied:
-        lent = 0
-        for node, src, dst in move.nodes:
-            home = out.home.get(node, src)
-            lent += dst != home
+        homes = [(node, out.home.get(node, src), src, dst) for node, src, dst in move.nodes]
+        for node, home, _, dst in homes:
             if dst == home:
                 out.home.pop(node, None)
                 out.at.pop(node, None)
             else:
                 out.home[node], out.at[node] = home, dst
-        if lent and move.policy == policy:
-            out.lends.append(Lend(move.created_at, move.nodes[0][1], move.nodes[0][2], lent))
-        elif move.policy == policy:
-            out.takebacks.append((move.created_at, move.nodes[0][2]))
+        if move.policy == policy:
+            _count(out, move.created_at, homes)
     if members is not None:
         for node in [n for n, pool in out.at.items() if n in members and pool not in members[n]]:
             del out.home[node], out.at[node]
@@ -157,14 +153,19 @@ def place(
         if move.state in IN_TRANSIT:
             for node, home, src, dst in homes:
                 out.transit[node] = (home, src, dst)
-        lent = sum(dst != home for _, home, _, dst in homes)
-        if lent and move.policy == policy:
-            out.lends.append(Lend(move.created_at, move.nodes[0][1], move.nodes[0][2], lent))
-        elif move.policy == policy:
-            out.takebacks.append((move.created_at, move.nodes[0][2]))
+        if move.policy == policy:
+            _count(out, move.created_at, homes)
     out.lends.sort(key=lambda x: x.at)
     out.takebacks.sort()
     return out
+
+
+def _count(out: Placement, at: float, homes: Sequence[tuple[str, str, str, str]]) -> None:
+    """One proposal's lends (per donor and taker: nodes moved away from home or onward) and take-backs
+    (owners whose nodes came home)."""
+    lent = Counter((src, dst) for _, home, src, dst in homes if dst != home)
+    out.lends.extend(Lend(at, src, dst, k) for (src, dst), k in sorted(lent.items()))
+    out.takebacks.extend((at, owner) for owner in sorted({dst for _, home, _, dst in homes if dst == home}))
 
 
 __all__: Sequence[str] = ("Lend", "Placement", "StoredMove", "place", "read_moves", "stored_move")

@@ -187,3 +187,35 @@ def test_history_feeds_the_time_of_day_profile_and_the_longer_windows() -> None:
     assert pools["day"].pending_chronic_min_gpus == 0 and pools["day"].demand_recent_peak_gpus == 0
     off = RebalancePolicy(replace(PARAMS, plan_days=0))
     assert all(p.planned_demand_gpus is None for p in cluster_view(signals, history, 8, off).pools)
+
+
+def test_moves_that_share_a_pool_go_into_one_proposal(tmp_path: Path) -> None:
+    """One donor lends to two borrowers in one cycle: one proposal rewriting the three partitions, so no
+    proposal's `before` goes stale when another is applied; the store still tells the two lends apart."""
+    members = {
+        "x": ["x1"],
+        "y": ["y1"],
+        "donor": ["d1", "d2", "d3", "d4", "d5", "d6"],
+        "q": ["q1"],
+        "z": ["z1"],
+    }
+    with Store(tmp_path / "p.db") as store:
+        r = rec(store, replace(PARAMS, reserve_headroom=0.0))
+        busy = ("x1", "y1", "q1")
+        effects = [
+            e
+            for k in range(3)
+            for e in cycle(r, T0 + 60 * k, members, busy=busy, pending={"x": 8, "y": 16, "q": 0, "z": 0})
+        ]
+        moves = [s.proposal for s in store.list_proposals(PENDING)]
+        assert len(moves) == 1 and len(effects) == 1
+        targets = [c.target for c in moves[0].changes]
+        assert sorted(targets) == [f"slurm.partition.{p}.nodes" for p in ("donor", "x", "y")]
+        assert effects[0].count("lend:") == 2
+        advance(store, store.list_proposals(PENDING)[0].id, APPLIED)
+        where = place(read_moves(store), T0, "rebalance")
+        assert sorted((x.donor, x.taker, x.nodes) for x in where.lends) == [
+            ("donor", "x", 1),
+            ("donor", "y", 2),
+        ]
+        assert sorted(set(where.at.values())) == ["x", "y"] and set(where.home.values()) == {"donor"}
