@@ -37,10 +37,12 @@ def test_real_fast_demo_applies_to_opensm_and_stops_everything(
 
     def read_back_then_close(self: RealBackends) -> None:
         # While the fabric still runs: what OpenSM programmed on the first HCA port, and Slurm's partitions.
-        if self.lid and "vlarb" not in seen:
-            seen["vlarb"] = self.fabric.run_diag(["smpquery", "vlarb", str(self.lid), "1"])
-            seen["sinfo"] = self.slurm.run("sinfo", "-h", "-a", "-o", "%R %N")
-        close(self)
+        try:
+            if self.lid and "vlarb" not in seen:
+                seen["vlarb"] = self.fabric.run_diag(["smpquery", "vlarb", str(self.lid), "1"])
+                seen["sinfo"] = self.slurm.run("sinfo", "-h", "-a", "-o", "%R %N")
+        finally:  # a failed read-back must not leave the fabric and Slurm running
+            close(self)
 
     monkeypatch.setattr(RealBackends, "close", read_back_then_close)
     out = tmp_path / "run"
