@@ -18,7 +18,6 @@ EXTERNAL_METRICS: tuple[str, ...] = (
     "ibpool_proposals",  # {state}: proposals per state (recommender)
     "ibpool_proposal_oldest_pending_timestamp_seconds",  # {kind}: created_at of the oldest pending one
     "ibpool_changes_applied_total",  # {target="opensm|slurm",result="applied|failed|rolled_back"} (hooks)
-    "ibpool_vl_weight",  # {vl,table="high|low",source="live|desired"}: VL arbitration weights
 )
 # Series Prometheus itself writes.
 BUILTIN_METRICS: tuple[str, ...] = ("ALERTS", "up")

@@ -402,6 +402,13 @@ FABRIC_SWITCH_UP = MetricSpec(
     "1 if the switch answered in the last sweep.",
     ("node_guid", "node_desc"),
 )
+FABRIC_VLARB_UP = MetricSpec(
+    "ibpool_fabric_port_vlarb_scrape_success",
+    "gauge",
+    "1 if the port's VL arbitration tables (smpquery vlarb) were read in the last sweep, 0 if not; "
+    "absent for ports not read (--fabric.vlarb-ports).",
+    _F,
+)
 FABRIC_SWEEP_DURATION = MetricSpec(
     "ibpool_fabric_sweep_duration_seconds",
     "gauge",
@@ -412,6 +419,15 @@ FABRIC_SWEEP_TIMESTAMP = MetricSpec(
     "gauge",
     "Unix time at the end of the last complete sweep.",
 )
+
+# --- VL arbitration weights (ARCHITECTURE §4): live from the fabric, desired from OpenSM's config -------
+_VL_WEIGHT_HELP = (
+    "VL arbitration weight (0-255) per virtual lane and table (high, low; a VL listed twice sums): "
+    'source="live" read from a switch port with smpquery vlarb (fabric exporter), source="desired" the '
+    "qos_vlarb_high/low the recommender read from OpenSM's configuration."
+)
+VL_WEIGHT_DESIRED = MetricSpec("ibpool_vl_weight", "gauge", _VL_WEIGHT_HELP, ("table", "vl", "source"))
+VL_WEIGHT = MetricSpec("ibpool_vl_weight", "gauge", _VL_WEIGHT_HELP, (*_F, "table", "vl", "source"))
 
 # --- Scheduler (labels pool, node) ----------------------------------------------------------------
 POOL_NODE_INFO = MetricSpec(

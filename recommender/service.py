@@ -1,4 +1,8 @@
-"""`ibpool recommend` on a schedule: APScheduler runs a cycle every interval; its own metrics over HTTP."""
+"""`ibpool recommend` on a schedule: APScheduler runs a cycle every interval; its own metrics over HTTP.
+
+Besides the store and cycle metrics it exports `ibpool_vl_weight{table,vl,source="desired"}`: the VL
+arbitration tables the last cycle's QoS reader read (absent when that cycle had no current QoS tables).
+"""
 
 from __future__ import annotations
 
@@ -11,15 +15,20 @@ from datetime import UTC, datetime
 
 from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
 
+from exporter import catalog
 from exporter.app import install_routes
 from exporter.exposition import MetricFamily, MetricSpec
+from exporter.fabric.vlarb import weights_by_vl
 from exporter.health import HealthCheck
 from exporter.http_server import MetricsHTTPServer, parse_listen_address
 from exporter.registry import Registry
+from proposals import targets
 from proposals.metrics import proposal_counts
 from proposals.states import PENDING
 from proposals.store import Store
 from recommender.cycle import CycleResult, Recommender
+from recommender.signals.model import QOS, QosSignals, Signals
+from recommender.signals.source import SignalSource
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +64,47 @@ class CycleStats:
     finished_at: float | None = None
     failed: bool = False
     submitted: dict[str, int] | None = None
+    qos: QosSignals | None = None  # the last cycle's QoS tables, None when not read or stale
+
+
+class WatchedSource:
+    """A signal source that keeps the last snapshot it returned (for the desired VL weights)."""
+
+    def __init__(self, inner: SignalSource) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.last: Signals | None = None
+
+    def fetch(self) -> Signals:
+        """The inner source's snapshot, remembered."""
+        self.last = None
+        self.last = self.inner.fetch()
+        return self.last
+
+    def reset(self) -> None:
+        """Forward to the inner source."""
+        self.inner.reset()
+
+
+def current_qos(signals: Signals | None) -> QosSignals | None:
+    """The snapshot's QoS tables, or None when they were not read or are stale."""
+    if signals is None or signals.lacking((QOS,)):
+        return None
+    return signals.qos
+
+
+def desired_weights(qos: QosSignals) -> MetricFamily:
+    """`ibpool_vl_weight{source="desired"}` of both tables; a table that does not parse is left out."""
+    family = MetricFamily(catalog.VL_WEIGHT_DESIRED)
+    for table, text in (("high", qos.vlarb_high), ("low", qos.vlarb_low)):
+        try:
+            entries = targets.parse_vlarb(text) if text.strip() else ()
+        except ValueError as exc:
+            log.warning("desired VL weights: qos_vlarb_%s %r: %s", table, text, exc)
+            continue
+        for vl, weight in weights_by_vl(entries).items():
+            family.add((table, str(vl), "desired"), weight)
+    return family
 
 
 class RecommenderCollector:
@@ -95,7 +145,8 @@ class RecommenderCollector:
                 success.add((), 0.0 if stats.failed else 1.0)
             for policy, count in sorted((stats.submitted or {}).items()):
                 submitted.add((policy,), float(count))
-        return [*families, duration, success, last, missing, submitted]
+            weights = [desired_weights(stats.qos)] if stats.qos is not None else []
+        return [*families, duration, success, last, missing, submitted, *weights]
 
     def close(self) -> None:
         """Nothing held between scrapes."""
@@ -114,22 +165,26 @@ class Service:
         self.stats = CycleStats(submitted={})
         self.lock = threading.Lock()
         self._recommender: Recommender | None = None
+        self._watched: WatchedSource | None = None
 
     def cycle(self) -> None:
         """One scheduled cycle (its own store connection: APScheduler runs it in a worker thread)."""
         with Store(self.db) as store:
             if self._recommender is None:
                 self._recommender = self.make(store)
+                self._watched = WatchedSource(self._recommender.source)
+                self._recommender.source = self._watched
             self._recommender.store = store
             try:
                 result = self._recommender.run_once()
             except Exception:  # a failed cycle shows as success 0; the next one runs as usual
                 log.exception("recommendation cycle failed")
                 with self.lock:
-                    self.stats.failed, self.stats.finished_at = True, time.time()
+                    self.stats.failed, self.stats.finished_at, self.stats.qos = True, time.time(), None
                 return
         with self.lock:
             self.stats.last, self.stats.failed, self.stats.finished_at = result, False, time.time()
+            self.stats.qos = current_qos(self._watched.last if self._watched is not None else None)
             counts = self.stats.submitted if self.stats.submitted is not None else {}
             for item in result.submitted:
                 if item.created:

@@ -120,6 +120,15 @@ class BackgroundSweeper:
             log.warning("fabric sweep: %s", problem)
         if result.skipped_lines:
             log.warning("fabric sweep skipped unparseable output lines: %s", dict(result.skipped_lines))
+        failed = result.vlarb_failures
+        if failed:
+            more = f" (and {len(failed) - 5} more)" if len(failed) > 5 else ""
+            log.warning(
+                "fabric sweep: VL arbitration tables of %d port(s) unreadable: %s%s",
+                len(failed),
+                "; ".join(failed[:5]),
+                more,
+            )
 
     def health_problem(self) -> str | None:
         """Why the fabric data is not trustworthy now, or None when it is."""

@@ -3,6 +3,7 @@
 perfquery loops over a switch's ports itself for PortCounters and PortCountersExtended
 (`perfquery [-x] -l LID 255`), but queries one port per process for `--vlxmitcounters`; the batch
 reader (`pma_helper.py`, the same PMA Get through libibmad) reads all of a switch's ports in one process.
+VL arbitration tables (`smpquery vlarb`) are read one port per process.
 """
 
 from __future__ import annotations
@@ -119,6 +120,10 @@ class DiagCommands:
     def port_vl_wait(self, lid: int, port: int) -> list[str]:
         """PortVLXmitWaitCounters of one port through perfquery (one process per port)."""
         return self._diag("perfquery", "--vlxmitcounters", str(lid), str(port))
+
+    def vlarb(self, lid: int, port: int) -> list[str]:
+        """Both VL arbitration tables of one port (`smpquery vlarb LID PORT`, a Get: reads only)."""
+        return self._diag("smpquery", "vlarb", str(lid), str(port))
 
     def vl_wait_batch(self, targets: Sequence[tuple[int, Sequence[int]]]) -> list[str]:
         """PortVLXmitWaitCounters of many (LID, ports) targets in one helper process (perfquery's format)."""

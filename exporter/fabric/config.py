@@ -16,6 +16,7 @@ fabric:
   vl_counters: batch              # batch | perfquery | off
   vl_count: 16                    # export PortVLXmitWait of VLs 0..vl_count-1 (8: data VLs only)
   port_states: true               # iblinkinfo on ibnetdiscover's cache
+  vlarb_ports: first              # VL arbitration tables (smpquery vlarb): off | first | all
   node_name_map: names.yml        # GUID -> name (YAML mapping or `guid name` lines)
   forget_after_seconds: 3600      # a vanished switch is reported down this long
   scratch_dir: /dev/shm           # where the diagnostics run (default: /dev/shm, else TMPDIR)
@@ -42,6 +43,7 @@ from exporter.errors import ConfigError
 from exporter.fabric.errors import NameMapError
 from exporter.fabric.names import load_name_map
 from exporter.fabric.sweep import VL_MODES, VlMode
+from exporter.fabric.vlarb_read import VLARB_MODES, VlarbMode
 from exporter.settings import WEB_YAML_KEYS, add_common_flags, gather_settings, reporter, validate_web
 
 DEFAULT_LISTEN = ":9471"
@@ -61,6 +63,7 @@ class FabricConfig:
     vl_counters: VlMode = "batch"
     vl_count: int = 16
     port_states: bool = True
+    vlarb_ports: VlarbMode = "first"
     node_name_map: Path | None = None
     forget_after_seconds: float = 3600.0
     scratch_dir: Path | None = None
@@ -82,6 +85,7 @@ _YAML_KEYS: dict[str, tuple[str, type]] = {
     "fabric.vl_counters": ("vl_counters", str),
     "fabric.vl_count": ("vl_count", int),
     "fabric.port_states": ("port_states", bool),
+    "fabric.vlarb_ports": ("vlarb_ports", str),
     "fabric.node_name_map": ("node_name_map", Path),
     "fabric.forget_after_seconds": ("forget_after_seconds", float),
     "fabric.scratch_dir": ("scratch_dir", Path),
@@ -98,7 +102,7 @@ def build_parser(prog: str = "ibpool fabric-exporter") -> argparse.ArgumentParse
     """The fabric exporter's flags (every default is None so the YAML file can fill it)."""
     p = argparse.ArgumentParser(
         prog=prog,
-        description="Fabric-wide InfiniBand exporter: ibnetdiscover, iblinkinfo and perfquery from one host.",
+        description="Fabric-wide InfiniBand exporter: ibnetdiscover, iblinkinfo, perfquery, smpquery vlarb.",
     )
     add = p.add_argument
     bool_flag = argparse.BooleanOptionalAction
@@ -120,6 +124,12 @@ def build_parser(prog: str = "ibpool fabric-exporter") -> argparse.ArgumentParse
     add("--fabric.vl-counters", dest="vl_counters", help="per-VL waits: batch, perfquery or off (batch)")
     add("--fabric.vl-count", dest="vl_count", type=int, help="export VLs 0..N-1 (16: all the PMA returns)")
     add("--fabric.port-states", dest="port_states", action=bool_flag, help="port states from iblinkinfo (on)")
+    add(
+        "--fabric.vlarb-ports",
+        dest="vlarb_ports",
+        help="VL arbitration tables (smpquery vlarb, one process per port): off, first (one active port "
+        "per switch) or all (every active switch port) (first)",
+    )
     add("--fabric.node-name-map", dest="node_name_map", type=Path, help="GUID-to-name map file")
     add(
         "--fabric.forget-after",
@@ -147,8 +157,9 @@ def build_parser(prog: str = "ibpool fabric-exporter") -> argparse.ArgumentParse
 
 
 def _normalise(flat: dict[str, Any]) -> None:
-    if flat.get("fabric.vl_counters") is False:
-        flat["fabric.vl_counters"] = "off"  # YAML 1.1 reads a bare `off` as false
+    for key in ("fabric.vl_counters", "fabric.vlarb_ports"):
+        if flat.get(key) is False:
+            flat[key] = "off"  # YAML 1.1 reads a bare `off` as false
 
 
 def _validate(cfg: FabricConfig, origin: dict[str, str], problems: list[str]) -> None:
@@ -163,6 +174,8 @@ def _validate(cfg: FabricConfig, origin: dict[str, str], problems: list[str]) ->
         bad("concurrency", "must be between 1 and 64")
     if cfg.vl_counters not in VL_MODES:
         bad("vl_counters", f"must be one of {', '.join(VL_MODES)}")
+    if cfg.vlarb_ports not in VLARB_MODES:
+        bad("vlarb_ports", f"must be one of {', '.join(VLARB_MODES)}")
     if not 1 <= cfg.vl_count <= 16:
         bad("vl_count", "must be between 1 and 16")
     if cfg.ibdiag_port is not None and not 0 <= cfg.ibdiag_port <= 255:

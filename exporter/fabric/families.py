@@ -3,6 +3,7 @@
 Port metrics cover every port of every switch (and of every CA when HCA ports are read); data counters
 are multiplied exactly as the node side does (catalog.IB_COUNTERS); a counter read from the 32-bit
 PortCounters attribute gets a saturation flag; unreadable values are omitted, never exported as 0.
+VL arbitration weights (`ibpool_vl_weight{source="live"}`) come from the ports whose tables were read.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from exporter.exposition import MetricFamily
 from exporter.fabric.model import FabricNode, NodeReading, PortReading, SweepResult
 from exporter.fabric.names import NameMap
 from exporter.fabric.rates import rate_bytes_per_second
+from exporter.fabric.vlarb import weights_by_vl
 
 SATURATED_32 = (1 << 32) - 1
 _MULTIPLIER = {name: multiplier for name, (_, multiplier) in catalog.IB_COUNTERS.items()}
@@ -31,6 +33,8 @@ class _Families:
         self.port_up = MetricFamily(catalog.FABRIC_PORT_UP)
         self.link_info = MetricFamily(catalog.FABRIC_LINK_INFO)
         self.switch_up = MetricFamily(catalog.FABRIC_SWITCH_UP)
+        self.vlarb_up = MetricFamily(catalog.FABRIC_VLARB_UP)
+        self.vl_weight = MetricFamily(catalog.VL_WEIGHT)
         self.duration = MetricFamily(catalog.FABRIC_SWEEP_DURATION)
         self.timestamp = MetricFamily(catalog.FABRIC_SWEEP_TIMESTAMP)
 
@@ -46,6 +50,8 @@ class _Families:
             self.port_up,
             self.link_info,
             self.switch_up,
+            self.vlarb_up,
+            self.vl_weight,
             self.duration,
             self.timestamp,
         ]
@@ -62,6 +68,7 @@ def build_families(
         builder.node(node)
     for node in sorted(result.vanished.values(), key=lambda n: n.guid):
         builder.vanished(node)
+    builder.vlarb()
     out = builder.out
     out.duration.add((), result.duration_seconds)
     out.timestamp.add((), result.finished_at)
@@ -92,6 +99,19 @@ class _Builder:
         self.out.switch_up.add((node.guid, desc), 0)
         for port in range(1, node.ports + 1):
             self.out.port_up.add((node.guid, str(port), desc), 0)
+
+    def vlarb(self) -> None:
+        """Read success and live weights of every port whose VL arbitration tables were read."""
+        out, result = self.out, self._result
+        for (guid, port), reading in sorted(result.vlarb.items()):
+            node = result.topology.nodes.get(guid)
+            labels = (guid, str(port), self._names.name(guid, node.desc if node else ""))
+            out.vlarb_up.add(labels, 0 if reading.tables is None else 1)
+            if reading.tables is None:
+                continue
+            for table, entries in (("high", reading.tables.high), ("low", reading.tables.low)):
+                for vl, weight in weights_by_vl(entries).items():
+                    out.vl_weight.add((*labels, table, str(vl), "live"), weight)
 
     def _port(self, labels: tuple[str, str, str], port: int, reading: NodeReading | None) -> None:
         out, result = self.out, self._result

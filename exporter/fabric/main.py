@@ -43,6 +43,7 @@ def build_sweeper(cfg: FabricConfig, workdir: Path) -> Sweeper:
         vl_counters=cfg.vl_counters,
         port_states=cfg.port_states,
         forget_after_seconds=cfg.forget_after_seconds,
+        vlarb_ports=cfg.vlarb_ports,
     )
     runner = CommandRunner(cfg.command_timeout_seconds, cwd=workdir)
     return Sweeper(DiagCommands(options), runner, settings, workdir)

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from exporter.fabric.vlarb import VlarbTables
+
 NodeKind = Literal["switch", "ca", "router"]
 Attribute = Literal["basic", "extended", "vl"]
 PortKey = tuple[str, int]
@@ -104,6 +106,14 @@ class NodeReading:
 
 
 @dataclass(frozen=True)
+class VlarbReading:
+    """One port's VL arbitration tables from `smpquery vlarb`, or why they could not be read."""
+
+    tables: VlarbTables | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class SweepResult:
     """One complete sweep: topology, port states, counter readings and how the sweep went."""
 
@@ -115,3 +125,9 @@ class SweepResult:
     duration_seconds: float
     skipped_lines: Mapping[str, int] = field(default_factory=dict)
     problems: tuple[str, ...] = ()
+    vlarb: Mapping[PortKey, VlarbReading] = field(default_factory=dict)
+
+    @property
+    def vlarb_failures(self) -> list[str]:
+        """One line per port whose VL arbitration tables could not be read."""
+        return [f"{guid}[{port}]: {r.error}" for (guid, port), r in sorted(self.vlarb.items()) if r.error]

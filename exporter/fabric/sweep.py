@@ -4,7 +4,9 @@ Per switch, `perfquery -l` reads PortCounters and `perfquery -x -l` PortCounters
 one process each; per-VL transmit waits come from the batch helper (all switches split into
 `concurrency` helper processes) or, with `vl_counters="perfquery"`, from one perfquery per port. A node is
 up when every expected attribute of every one of its ports was read; a switch that disappears from
-discovery is remembered (and reported down) for `forget_after_seconds`.
+discovery is remembered (and reported down) for `forget_after_seconds`. VL arbitration tables
+(`smpquery vlarb`, one process per port; `vlarb_ports` picks which) are read alongside the counters, and a
+port whose read fails is reported in `SweepResult.vlarb` without failing anything else.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from exporter.fabric.model import (
 from exporter.fabric.perfquery import CounterBlock, parse_perfquery
 from exporter.fabric.runner import CommandResult, CommandRunner
 from exporter.fabric.topology import parse_ibnetdiscover
+from exporter.fabric.vlarb_read import VlarbMode, vlarb_reading, vlarb_targets
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +54,7 @@ class SweepSettings:
     vl_counters: VlMode = "batch"
     port_states: bool = True
     forget_after_seconds: float = 3600.0
+    vlarb_ports: VlarbMode = "first"
 
 
 @dataclass(frozen=True)
@@ -105,7 +109,12 @@ class Sweeper:
         problems: list[str] = []
         topology, cache = self._discover(skipped, problems)
         states = self._states(topology, cache, skipped, problems)
+        tables = [
+            (key, self._pool.submit(self._runner.run, self._commands.vlarb(lid, key[1])))
+            for key, lid in vlarb_targets(topology, states, self.settings.vlarb_ports)
+        ]
         readings = self._read(topology, skipped)
+        vlarb = {key: vlarb_reading(future.result()) for key, future in tables}
         vanished = self._vanished(topology)
         duration = time.perf_counter() - started
         return SweepResult(
@@ -117,6 +126,7 @@ class Sweeper:
             duration_seconds=duration,
             skipped_lines=dict(skipped),
             problems=tuple(problems),
+            vlarb=vlarb,
         )
 
     # --- discovery -------------------------------------------------------------------------------

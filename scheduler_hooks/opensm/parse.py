@@ -1,12 +1,28 @@
-"""Parsers for what smpquery, saquery and ibnetdiscover print (infiniband-diags 44)."""
+"""Parsers for what smpquery, saquery and ibnetdiscover print (infiniband-diags 44).
+
+`smpquery vlarb` has one parser for the whole project, `exporter.fabric.vlarb`; this module wraps it.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-_VLARB_HEAD = re.compile(r"LowCap\s+(\d+)\s+HighCap\s+(\d+)")
-_CELLS = re.compile(r"\|\s*([^|]*?)\s*(?=\|)")
+from exporter.fabric import vlarb
+from exporter.fabric.vlarb import VlarbTables, table_cells
+
+__all__ = [
+    "ParseError",
+    "PathRecord",
+    "PortInfo",
+    "VlarbTables",
+    "parse_path_records",
+    "parse_pkeys",
+    "parse_ports_report",
+    "parse_sl2vl",
+    "parse_vlarb",
+]
+
 _SL2VL_ROW = re.compile(r"^ports:\s*in\s+(\d+),\s*out\s+(\d+):\s*(\|.*\|)\s*$")
 _PKEY_ROW = re.compile(r"^\s*\d+:\s+((?:0x[0-9a-fA-F]{4}\s*)+)$")
 _PR_FIELD = re.compile(r"^\s*(\w+)\.{2,}(\S+)\s*$")
@@ -20,43 +36,12 @@ class ParseError(ValueError):
     """A diagnostic printed something these parsers do not understand."""
 
 
-@dataclass(frozen=True)
-class VlarbTables:
-    """Both VL arbitration tables of one port, entries in table order, and the port's capacities."""
-
-    low: tuple[tuple[int, int], ...]
-    high: tuple[tuple[int, int], ...]
-    low_cap: int
-    high_cap: int
-
-
-def _cells(line: str) -> list[str]:
-    return [c for c in _CELLS.findall(line[line.index("|") :] + "|") if c != ""]
-
-
 def parse_vlarb(text: str) -> VlarbTables:
-    """`smpquery vlarb LID PORT`: weights are printed as upper-case hex (`0xC8`)."""
-    head = _VLARB_HEAD.search(text)
-    if head is None:
-        raise ParseError("no 'LowCap N HighCap N' header in smpquery vlarb output")
-    tables: dict[str, list[tuple[int, int]]] = {"low": [], "high": []}
-    current: str | None = None
-    vls: list[int] = []
-    for line in text.splitlines():
-        lower = line.lower()
-        if lower.startswith("#") and "low priority" in lower:
-            current = "low"
-        elif lower.startswith("#") and "high priority" in lower:
-            current = "high"
-        elif line.startswith("VL") and current is not None:
-            vls = [int(c, 16) for c in _cells(line)]
-        elif line.startswith("WEIGHT") and current is not None:
-            weights = [int(c, 16) for c in _cells(line)]
-            if len(weights) != len(vls):
-                raise ParseError(f"{len(vls)} VLs but {len(weights)} weights in the {current} table")
-            tables[current].extend(zip(vls, weights, strict=True))
-            vls = []
-    return VlarbTables(tuple(tables["low"]), tuple(tables["high"]), int(head.group(1)), int(head.group(2)))
+    """`smpquery vlarb LID PORT` (the shared parser, exporter.fabric.vlarb); ParseError on a fault."""
+    try:
+        return vlarb.parse_vlarb(text)
+    except vlarb.VlarbParseError as exc:
+        raise ParseError(str(exc)) from None
 
 
 def parse_sl2vl(text: str) -> list[tuple[int, int, tuple[int, ...]]]:
@@ -65,7 +50,7 @@ def parse_sl2vl(text: str) -> list[tuple[int, int, tuple[int, ...]]]:
     for line in text.splitlines():
         match = _SL2VL_ROW.match(line.strip())
         if match:
-            vls = tuple(int(c) for c in _cells(match.group(3)))
+            vls = tuple(int(c) for c in table_cells(match.group(3)))
             if len(vls) != 16:
                 raise ParseError(f"SL2VL row with {len(vls)} entries: {line.strip()!r}")
             rows.append((int(match.group(1)), int(match.group(2)), vls))

@@ -96,6 +96,9 @@ def default_answer(argv: tuple[str, ...]) -> CommandResult:
         return ok(argv, data("iblinkinfo.txt"))
     if name == "perfquery":
         return ok(argv, _perfquery(argv))
+    if name == "smpquery" and "vlarb" in argv:
+        lid, port = argv[-2:]
+        return ok(argv, data("smpquery_vlarb_switch.txt").replace("Lid 3 port 1", f"Lid {lid} port {port}"))
     if argv[-1].split(":")[0].isdigit():  # the batch helper: python -S -I pma_helper.py LID:PORTS ...
         return ok(argv, helper_output([a for a in argv if re.fullmatch(r"\d+:[\d,-]+", a)]))
     raise AssertionError(f"unexpected command {argv}")
