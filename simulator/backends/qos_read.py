@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from exporter.fabric.vlarb import VlarbParseError
+from exporter.fabric.vlarb import parse_vlarb as parse_smpquery_vlarb
 from simulator.backends.errors import QosReadError
 from simulator.cluster.errors import ControlError
 from simulator.cluster.hostlist import parse_vlarb
@@ -86,24 +88,14 @@ def parse_opensm_conf(text: str, source: str = "opensm.conf") -> QosTables:
 
 
 def parse_vlarb_tables(text: str) -> tuple[Pairs, Pairs]:
-    """(high, low) from `smpquery vlarb` output (rows `VL    : |0x0 |...` and `WEIGHT: |0x4 |...`)."""
-    tables: dict[str, list[tuple[int, int]]] = {"low": [], "high": []}
-    current: str | None = None
-    vls: list[int] = []
-    for line in text.splitlines():
-        lower = line.lower()
-        if lower.startswith("#"):
-            current = "low" if "low priority" in lower else "high" if "high priority" in lower else current
-        elif lower.startswith("vl") and current:
-            vls = [int(cell, 16) for cell in _CELLS.findall(line)]
-        elif lower.startswith("weight") and current:
-            weights = [int(cell, 16) for cell in _CELLS.findall(line)]
-            if len(weights) != len(vls):
-                raise QosReadError(f"smpquery vlarb: {len(vls)} VLs but {len(weights)} weights: {line!r}")
-            tables[current] += zip(vls, weights, strict=True)
-    if not tables["low"] and not tables["high"]:
+    """(high, low) from `smpquery vlarb` output, through the one vlarb parser, normalised for the model."""
+    try:
+        tables = parse_smpquery_vlarb(text)
+    except VlarbParseError as exc:
+        raise QosReadError(f"smpquery vlarb: {exc}") from None
+    if not tables.low and not tables.high:
         raise QosReadError(f"smpquery vlarb printed no table: {text[:200]!r}")
-    return normalise(tables["high"], "vlarb high"), normalise(tables["low"], "vlarb low")
+    return normalise(tables.high, "vlarb high"), normalise(tables.low, "vlarb low")
 
 
 def parse_sl2vl_table(text: str) -> tuple[int, ...]:

@@ -35,7 +35,7 @@ from exporter.scheduler.poller import SchedulerPoller
 from exporter.web_config import WebConfig
 from simulator.cluster.errors import ClusterError
 from simulator.cluster.model import ClusterModel
-from simulator.cluster.spec import VL_COUNT
+from simulator.cluster.spec import VL_COUNT, QosSpec
 from simulator.cluster.views import FabricView
 from simulator.serve import controls
 from simulator.serve.errors import RequestError
@@ -79,7 +79,7 @@ class ClusterServer:
         self.runner = ClusterRunner(model, settings.speed, settings.step_seconds)
         self._owns_workdir = settings.workdir is None
         self.workdir = settings.workdir or Path(tempfile.mkdtemp(prefix="ibpool-simulate-"))
-        self.fabric = SimulatedFabric(self._fabric_view, settings.hca_ports)
+        self.fabric = SimulatedFabric(self._fabric_view, settings.hca_ports, read_qos=self._qos)
         build = partial(build_families, names=NameMap(), hca_ports=settings.hca_ports, vl_count=VL_COUNT)
         max_age = max(10.0, 5 * max(settings.sweep_interval_seconds, settings.poll_interval_seconds))
         self.sweeper = BackgroundSweeper(self.fabric, settings.sweep_interval_seconds, build, max_age)
@@ -123,6 +123,10 @@ class ClusterServer:
     def _fabric_view(self) -> FabricView:
         with self.runner.locked() as model:
             return model.fabric_view(include_hcas=True)
+
+    def _qos(self) -> QosSpec:
+        with self.runner.locked() as model:
+            return model.qos()
 
     def _cluster_state(self) -> ClusterState:
         with self.runner.locked() as model:

@@ -11,6 +11,8 @@ What a sweep of the real fabric would find, built from `FabricView` instead of d
   rest come from 32-bit PortCounters, so `port_xmit_wait` is the saturating 32-bit value and gets its
   saturation flag. Per-VL waits cover the model's VLs (0-7).
 - A switch marked not answering (`set_answering`) is read as down: no port readings, an error noted.
+- VL arbitration (`smpquery vlarb`, the exporter's default `first` mode): the model's QoS tables on the
+  first active port of every answering switch, when the caller gives the tables.
 """
 
 from __future__ import annotations
@@ -30,9 +32,12 @@ from exporter.fabric.model import (
     PortState,
     SweepResult,
     Topology,
+    VlarbReading,
     format_guid,
 )
 from exporter.fabric.rates import LANE_GBPS, rate_bytes_per_second
+from exporter.fabric.vlarb import VlarbTables
+from simulator.cluster.spec import VL_COUNT, QosSpec
 from simulator.cluster.views import FabricView, PortView
 from simulator.serve.errors import RequestError
 
@@ -120,6 +125,7 @@ def sweep_result(
     unreachable: Collection[str] = (),
     finished_at: float | None = None,
     duration_seconds: float = 0.0,
+    qos: QosSpec | None = None,
 ) -> SweepResult:
     """The SweepResult a real sweep of this fabric would produce (see the module docstring)."""
     ports: dict[int, list[PortView]] = {}
@@ -146,7 +152,23 @@ def sweep_result(
         vanished={},
         finished_at=time.time() if finished_at is None else finished_at,
         duration_seconds=duration_seconds,
+        vlarb=_vlarb(nodes.values(), links, unreachable, qos),
     )
+
+
+def _vlarb(
+    nodes: Iterable[FabricNode], links: Collection[PortKey], unreachable: Collection[str], qos: QosSpec | None
+) -> dict[PortKey, VlarbReading]:
+    """The model's tables on the first linked port of every answering switch (none without `qos`)."""
+    if qos is None:
+        return {}
+    tables = VlarbTables(tuple(qos.vlarb_low), tuple(qos.vlarb_high), VL_COUNT, VL_COUNT)
+    out: dict[PortKey, VlarbReading] = {}
+    for node in nodes:
+        ports = sorted(port for guid, port in links if guid == node.guid)
+        if node.kind == "switch" and ports and node.guid not in unreachable:
+            out[(node.guid, ports[0])] = VlarbReading(tables)
+    return out
 
 
 def _reading(guid: str, ports: Iterable[PortView], silent: bool) -> NodeReading:
@@ -163,8 +185,10 @@ class SimulatedFabric:
         read_view: Callable[[], FabricView],
         hca_ports: bool = False,
         clock: Callable[[], float] = time.time,
+        read_qos: Callable[[], QosSpec] | None = None,
     ) -> None:
         self._read_view = read_view
+        self._read_qos = read_qos
         self._hca_ports = hca_ports
         self._clock = clock
         self._lock = threading.Lock()
@@ -178,7 +202,10 @@ class SimulatedFabric:
         with self._lock:
             self._switches = {desc: format_guid(guid) for guid, desc in view.switches}
             silent = set(self._unreachable)
-        result = sweep_result(view, hca_ports=self._hca_ports, unreachable=silent, finished_at=self._clock())
+        qos = self._read_qos() if self._read_qos else None
+        result = sweep_result(
+            view, hca_ports=self._hca_ports, unreachable=silent, finished_at=self._clock(), qos=qos
+        )
         return replace(result, duration_seconds=time.perf_counter() - started)
 
     def set_answering(self, switch: str, answering: bool) -> str:

@@ -44,8 +44,10 @@ HIGH = ((0, 4), (1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (6, 0), (7, 0))
 def test_smpquery_tables_parse_upper_case_hex() -> None:
     assert parse_vlarb_tables(VLARB) == (HIGH, LOW)
     assert parse_sl2vl_table(SL2VL) == (0, 2, 1, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7)
-    with pytest.raises(QosReadError, match="no table"):
+    with pytest.raises(QosReadError, match="smpquery vlarb: no 'LowCap N HighCap N' header"):
         parse_vlarb_tables("ibwarn: something\n")
+    with pytest.raises(QosReadError, match="no table"):
+        parse_vlarb_tables("# VLArbitration tables: Lid 2 port 5 LowCap 0 HighCap 0\n")
     with pytest.raises(QosReadError, match="no table"):
         parse_sl2vl_table("")
 

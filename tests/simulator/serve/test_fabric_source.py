@@ -189,3 +189,29 @@ def test_promtool_accepts_the_exposition() -> None:
     model = congested_model()
     model.saturate(model.hca_port("node0001"))
     assert promtool_problems(_text(model, hca_ports=True)) == []
+
+
+def test_the_model_qos_tables_show_as_live_weights_and_follow_a_change() -> None:
+    model = congested_model()
+    fabric = SimulatedFabric(model.fabric_view, read_qos=model.qos)
+    background = BackgroundSweeper(fabric, 60.0, lambda r: build_families(r, NameMap(), vl_count=8), 120.0)
+    background.run_once()
+    text = render(FabricCollector(background).collect())
+    weights = samples_of(text, "ibpool_vl_weight")
+    switches = {format_guid(guid) for guid, _ in model.topology.switch_guids}
+    seen = {dict(k)["node_guid"] for k in weights}
+    assert seen == switches  # one port per switch (the exporter's default `first` mode)
+    expected = dict(model.qos().vlarb_low)
+    for key, weight in weights.items():
+        labels = dict(key)
+        if labels["table"] == "low" and int(labels["vl"]) in expected:
+            assert weight == expected[int(labels["vl"])]
+    model.set_vl_weights("0:4", "0:1,1:200,2:10")
+    fabric.set_answering("spine01", False)
+    background.run_once()
+    text = render(FabricCollector(background).collect())
+    low = {
+        dict(k)["vl"]: v for k, v in samples_of(text, "ibpool_vl_weight").items() if dict(k)["table"] == "low"
+    }
+    assert low["1"] == 200 and low["2"] == 10
+    assert len({dict(k)["node_guid"] for k in samples_of(text, "ibpool_vl_weight")}) == len(switches) - 1
