@@ -78,11 +78,16 @@ def test_stop_process_leaves_a_process_that_shares_our_group_alone_but_stops_it(
 
 
 def test_signals_raise_turns_sigterm_into_system_exit() -> None:
-    before = signal.getsignal(signal.SIGTERM)
-    if before is not signal.SIG_DFL:
-        pytest.skip("SIGTERM already has a handler here; signals_raise leaves it alone")
-    with pytest.raises(SystemExit) as exit_info, signals_raise():
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(1)
-    assert exit_info.value.code == 128 + signal.SIGTERM
-    assert signal.getsignal(signal.SIGTERM) is before
+    inherited = signal.signal(signal.SIGTERM, signal.SIG_DFL)  # CI may start us with SIGTERM ignored
+    try:
+        with pytest.raises(SystemExit) as exit_info, signals_raise():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)
+        assert exit_info.value.code == 128 + signal.SIGTERM
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        # A handler someone else installed is left alone.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        with signals_raise():
+            assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, inherited)
