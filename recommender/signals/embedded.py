@@ -123,7 +123,9 @@ class EmbeddedSource:
         except (OSError, ValueError) as exc:
             scrape.node_errors["__scheduler__"] = f"{self.scheduler_url}: {exc}"
         try:
-            sc.add_fabric(scrape, self._get(self.fabric_url), self._clock())
+            sent = self._clock()
+            fabric = self._get(self.fabric_url)
+            sc.add_fabric(scrape, fabric, (sent + self._clock()) / 2.0)
         except (OSError, ValueError) as exc:
             scrape.node_errors["__fabric__"] = f"{self.fabric_url}: {exc}"
         try:
@@ -132,21 +134,25 @@ class EmbeddedSource:
             scrape.node_errors["__targets__"] = f"{self.settings.targets_url}: {exc}"
             targets = []
 
-        def one(item: tuple[str, str]) -> tuple[str, str | None, str]:
+        def one(item: tuple[str, str]) -> tuple[str, str | None, str, float]:
             node, url = item
+            sent = self._clock()
             try:
-                return node, self._get(url), ""
+                text = self._get(url)
             except OSError as exc:
-                return node, None, f"{url}: {exc}"
+                return node, None, f"{url}: {exc}", sent
+            # Counters are read while the exporter answers: stamp them halfway through the request, not
+            # when every target has answered (that lag differs between scrapes and skews the rates).
+            return node, text, "", (sent + self._clock()) / 2.0
 
         with ThreadPoolExecutor(max_workers=max(1, self.settings.workers)) as pool:
             answers = list(pool.map(one, targets))
-        for node, text, error in answers:
-            if text is None:
+        for node, body, error, at in answers:
+            if body is None:
                 scrape.node_errors[node] = error
                 continue
             try:
-                sc.add_node(scrape, node, text, self._clock())
+                sc.add_node(scrape, node, body, at)
             except ValueError as exc:
                 scrape.node_errors[node] = f"{node}: cannot parse: {exc}"
         return scrape
