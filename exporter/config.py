@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from exporter.errors import ConfigError
-from exporter.influx.config import INFLUX_YAML_KEYS, add_influx_flags, validate_influx
-from exporter.settings import WEB_YAML_KEYS, add_common_flags, gather_settings, reporter, validate_web
+from exporter.influx.config import INFLUX_OPTIONS, add_influx_flags, validate_influx
+from exporter.settings import Option, add_common_flags, all_yaml_keys, gather_settings, reporter, validate_web
 
 DEFAULT_LISTEN = ":9470"
 
@@ -79,65 +79,38 @@ class ExporterConfig:
     log_level: str = "info"
 
 
+# The node exporter's own options: flag, YAML key (nested keys are dotted), field, type, help.
+_OPTIONS: tuple[Option, ...] = (
+    Option("--collector.gpu", "collectors.gpu.enabled", "gpu", bool, "NVML GPU metrics"),
+    Option("--gpu.deadline-seconds", "collectors.gpu.deadline_seconds", "gpu_deadline_seconds", float,
+           "NVML deadline per scrape"),
+    Option("--collector.infiniband", "collectors.infiniband.enabled", "infiniband", bool,
+           "InfiniBand port metrics from sysfs"),
+    Option("--sysfs-root", "collectors.infiniband.sysfs_root", "sysfs_root", Path, "sysfs mount point (/sys)",
+           aliases=("--path.sysfs",)),
+    Option("--collector.verbs", "collectors.verbs.enabled", "verbs", bool,
+           "MTU from verbs (pyverbs), when it imports and finds devices"),
+    Option("--collector.jobs", "collectors.jobs.enabled", "jobs", bool, "GPU-to-job attribution"),
+    Option("--jobs.directory", "collectors.jobs.directory", "jobs_directory", Path,
+           "job mapping directory (/run/ibpool/jobs)"),
+    Option("--health.max-age-seconds", "health.max_age_seconds", "health_max_age_seconds", float,
+           "/healthz collects again when the last collection is older than this"),
+    Option("--simulate", "simulate.enabled", "simulate", bool,
+           "serve a simulated node (8 GPUs, 8 NDR ports) instead of the hardware"),
+    Option("--simulate.gpus", "simulate.gpus", "simulate_gpus", int),
+    Option("--simulate.ports", "simulate.ports", "simulate_ports", int),
+    Option("--simulate.seed", "simulate.seed", "simulate_seed", int),
+    Option("--simulate.step-seconds", "simulate.step_seconds", "simulate_step_seconds", float),
+)  # fmt: skip
 # key in the YAML file -> (field, type); nested keys are dotted.
-_YAML_KEYS: dict[str, tuple[str, type]] = {
-    **WEB_YAML_KEYS,
-    "collectors.gpu.enabled": ("gpu", bool),
-    "collectors.gpu.deadline_seconds": ("gpu_deadline_seconds", float),
-    "collectors.infiniband.enabled": ("infiniband", bool),
-    "collectors.infiniband.sysfs_root": ("sysfs_root", Path),
-    "collectors.verbs.enabled": ("verbs", bool),
-    "collectors.jobs.enabled": ("jobs", bool),
-    "collectors.jobs.directory": ("jobs_directory", Path),
-    "health.max_age_seconds": ("health_max_age_seconds", float),
-    "simulate.enabled": ("simulate", bool),
-    "simulate.gpus": ("simulate_gpus", int),
-    "simulate.ports": ("simulate_ports", int),
-    "simulate.seed": ("simulate_seed", int),
-    "simulate.step_seconds": ("simulate_step_seconds", float),
-    **INFLUX_YAML_KEYS,
-}
+_YAML_KEYS: dict[str, tuple[str, type]] = all_yaml_keys(_OPTIONS, INFLUX_OPTIONS)
 _FLAG_FIELDS = tuple(field for field, _ in _YAML_KEYS.values())  # each flag's dest is its field
 
 
 def build_parser(prog: str = "ibpool exporter") -> argparse.ArgumentParser:
     """The exporter's command-line flags (every default is None so the YAML file can fill it)."""
     p = argparse.ArgumentParser(prog=prog, description="Node exporter for NVIDIA GPUs and InfiniBand ports.")
-    add = p.add_argument
-    add_common_flags(p, DEFAULT_LISTEN)
-    add("--collector.gpu", dest="gpu", action=argparse.BooleanOptionalAction, help="NVML GPU metrics")
-    add("--gpu.deadline-seconds", dest="gpu_deadline_seconds", type=float, help="NVML deadline per scrape")
-    add(
-        "--collector.infiniband",
-        dest="infiniband",
-        action=argparse.BooleanOptionalAction,
-        help="InfiniBand port metrics from sysfs",
-    )
-    add("--sysfs-root", "--path.sysfs", dest="sysfs_root", type=Path, help="sysfs mount point (/sys)")
-    add(
-        "--collector.verbs",
-        dest="verbs",
-        action=argparse.BooleanOptionalAction,
-        help="MTU from verbs (pyverbs), when it imports and finds devices",
-    )
-    add("--collector.jobs", dest="jobs", action=argparse.BooleanOptionalAction, help="GPU-to-job attribution")
-    add("--jobs.directory", dest="jobs_directory", type=Path, help="job mapping directory (/run/ibpool/jobs)")
-    add(
-        "--health.max-age-seconds",
-        dest="health_max_age_seconds",
-        type=float,
-        help="/healthz collects again when the last collection is older than this",
-    )
-    add(
-        "--simulate",
-        dest="simulate",
-        action=argparse.BooleanOptionalAction,
-        help="serve a simulated node (8 GPUs, 8 NDR ports) instead of the hardware",
-    )
-    add("--simulate.gpus", dest="simulate_gpus", type=int)
-    add("--simulate.ports", dest="simulate_ports", type=int)
-    add("--simulate.seed", dest="simulate_seed", type=int)
-    add("--simulate.step-seconds", dest="simulate_step_seconds", type=float)
+    add_common_flags(p, DEFAULT_LISTEN, _OPTIONS)
     add_influx_flags(p)
     return p
 

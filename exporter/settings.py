@@ -1,7 +1,8 @@
 """Flags over an optional YAML file, the way every ibpool exporter takes its configuration.
 
-Each exporter declares its YAML keys (`dotted.key -> (field, type)`) and flags whose argparse `dest` is the
-field name. `gather_settings` reads the file, lets flags given on the command line win, remembers where each
+Each exporter declares its options once (`Option`: flag, dotted YAML key, field, type, help); its argparse
+flags (`dest` is the field name) and its YAML key map (`dotted.key -> (field, type)`) are both made from
+them. `gather_settings` reads the file, lets flags given on the command line win, remembers where each
 value came from (the file, or `flag`) and collects every problem instead of stopping at the first.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -18,6 +20,34 @@ from exporter.http_server import parse_listen_address
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 YamlKeys = Mapping[str, tuple[str, type]]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting, as a flag and a YAML key: bool options get `--x/--no-x`, str ones no `type=`."""
+
+    flag: str
+    yaml_key: str
+    field: str
+    kind: type
+    help: str | None = None
+    aliases: tuple[str, ...] = ()
+
+
+def yaml_keys(options: Iterable[Option]) -> dict[str, tuple[str, type]]:
+    """The YAML key map (`dotted.key -> (field, type)`) of `options`."""
+    return {o.yaml_key: (o.field, o.kind) for o in options}
+
+
+def add_options(parser: argparse.ArgumentParser, options: Iterable[Option]) -> None:
+    """One flag per option, `dest` its field and default None so the YAML file can fill it."""
+    for o in options:
+        kwargs: dict[str, Any] = {"dest": o.field, "help": o.help}
+        if o.kind is bool:
+            kwargs["action"] = argparse.BooleanOptionalAction
+        elif o.kind is not str:
+            kwargs["type"] = o.kind
+        parser.add_argument(o.flag, *o.aliases, **kwargs)
 
 
 def flatten_keys(raw: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -146,25 +176,35 @@ def validate_web(cfg: WebSettings, bad: Callable[[str, str], None]) -> None:
         bad("log_level", f"must be one of {', '.join(LOG_LEVELS)}")
 
 
+def web_options(default_listen: str) -> tuple[Option, ...]:
+    """The `--web.*` and `--log.level` options every exporter shares."""
+    return (
+        Option("--web.listen-address", "web.listen_address", "listen_address", str,
+               f"host:port to listen on ({default_listen})"),
+        Option("--web.config.file", "web.config_file", "web_config_file", Path,
+               "TLS / basic auth config (exporter-toolkit)"),
+        Option("--web.telemetry-path", "web.telemetry_path", "telemetry_path", str,
+               "path of the metrics page (/metrics)"),
+        Option("--log.level", "log.level", "log_level", str, ", ".join(LOG_LEVELS)),
+    )  # fmt: skip
+
+
 # The YAML keys every exporter shares.
-WEB_YAML_KEYS: dict[str, tuple[str, type]] = {
-    "web.listen_address": ("listen_address", str),
-    "web.config_file": ("web_config_file", Path),
-    "web.telemetry_path": ("telemetry_path", str),
-    "log.level": ("log_level", str),
-}
+WEB_YAML_KEYS: dict[str, tuple[str, type]] = yaml_keys(web_options(""))
 
 
-def add_common_flags(parser: argparse.ArgumentParser, default_listen: str) -> None:
-    """`--config.file`, `--web.*` and `--log.level`, with None defaults so the YAML file can fill them."""
-    add = parser.add_argument
-    add("--config.file", dest="config_file", type=Path, help="optional YAML config file")
-    add("--web.listen-address", dest="listen_address", help=f"host:port to listen on ({default_listen})")
-    add(
-        "--web.config.file",
-        dest="web_config_file",
-        type=Path,
-        help="TLS / basic auth config (exporter-toolkit)",
-    )
-    add("--web.telemetry-path", dest="telemetry_path", help="path of the metrics page (/metrics)")
-    add("--log.level", dest="log_level", help=", ".join(LOG_LEVELS))
+def all_yaml_keys(*groups: Iterable[Option]) -> dict[str, tuple[str, type]]:
+    """An exporter's YAML key map: the shared web keys, then those of each group of options."""
+    keys = dict(WEB_YAML_KEYS)
+    for options in groups:
+        keys.update(yaml_keys(options))
+    return keys
+
+
+def add_common_flags(
+    parser: argparse.ArgumentParser, default_listen: str, options: Iterable[Option] = ()
+) -> None:
+    """`--config.file`, `--web.*`, `--log.level`, then `options`; None defaults, for the YAML file to fill."""
+    parser.add_argument("--config.file", dest="config_file", type=Path, help="optional YAML config file")
+    add_options(parser, web_options(default_listen))
+    add_options(parser, options)

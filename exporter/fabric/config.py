@@ -44,7 +44,7 @@ from exporter.fabric.errors import NameMapError
 from exporter.fabric.names import load_name_map
 from exporter.fabric.sweep import VL_MODES, VlMode
 from exporter.fabric.vlarb_read import VLARB_MODES, VlarbMode
-from exporter.settings import WEB_YAML_KEYS, add_common_flags, gather_settings, reporter, validate_web
+from exporter.settings import Option, add_common_flags, all_yaml_keys, gather_settings, reporter, validate_web
 
 DEFAULT_LISTEN = ":9471"
 
@@ -75,26 +75,38 @@ class FabricConfig:
     log_level: str = "info"
 
 
+# The fabric exporter's own options: flag, YAML key (nested keys are dotted), field, type, help.
+_OPTIONS: tuple[Option, ...] = (
+    Option("--fabric.sweep-interval", "fabric.sweep_interval_seconds", "sweep_interval_seconds", float,
+           "seconds between sweeps (15)"),
+    Option("--fabric.concurrency", "fabric.concurrency", "concurrency", int,
+           "diagnostics running at once (4)"),
+    Option("--fabric.command-timeout", "fabric.command_timeout_seconds", "command_timeout_seconds", float,
+           "seconds one diagnostic may run before it is killed (10)"),
+    Option("--fabric.hca-ports", "fabric.hca_ports", "hca_ports", bool, "also read HCA ports (off)"),
+    Option("--fabric.vl-counters", "fabric.vl_counters", "vl_counters", str,
+           "per-VL waits: batch, perfquery or off (batch)"),
+    Option("--fabric.vl-count", "fabric.vl_count", "vl_count", int,
+           "export VLs 0..N-1 (16: all the PMA returns)"),
+    Option("--fabric.port-states", "fabric.port_states", "port_states", bool,
+           "port states from iblinkinfo (on)"),
+    Option("--fabric.vlarb-ports", "fabric.vlarb_ports", "vlarb_ports", str,
+           "VL arbitration tables (smpquery vlarb, one process per port): off, first (one active port per"
+           " switch) or all (every active switch port) (first)"),
+    Option("--fabric.node-name-map", "fabric.node_name_map", "node_name_map", Path, "GUID-to-name map file"),
+    Option("--fabric.forget-after", "fabric.forget_after_seconds", "forget_after_seconds", float,
+           "seconds a switch missing from discovery is still reported down (3600)"),
+    Option("--fabric.scratch-dir", "fabric.scratch_dir", "scratch_dir", Path,
+           "directory the diagnostics run in (default: /dev/shm, else TMPDIR)"),
+    Option("--ibdiag.ca", "ibdiag.ca", "ibdiag_ca", str, "local CA the diagnostics use (-C)"),
+    Option("--ibdiag.port", "ibdiag.port", "ibdiag_port", int, "local CA port the diagnostics use (-P)"),
+    Option("--ibdiag.timeout", "ibdiag.timeout_ms", "ibdiag_timeout_ms", int, "MAD timeout in ms (-t)"),
+    Option("--ibdiag.bin-dir", "ibdiag.bin_dir", "ibdiag_bin_dir", Path, "directory holding perfquery & co."),
+    Option("--health.max-age-seconds", "health.max_age_seconds", "health_max_age_seconds", float,
+           "/healthz fails when the last complete sweep is older than this (300)"),
+)  # fmt: skip
 # key in the YAML file -> (field, type); nested keys are dotted.
-_YAML_KEYS: dict[str, tuple[str, type]] = {
-    **WEB_YAML_KEYS,
-    "fabric.sweep_interval_seconds": ("sweep_interval_seconds", float),
-    "fabric.concurrency": ("concurrency", int),
-    "fabric.command_timeout_seconds": ("command_timeout_seconds", float),
-    "fabric.hca_ports": ("hca_ports", bool),
-    "fabric.vl_counters": ("vl_counters", str),
-    "fabric.vl_count": ("vl_count", int),
-    "fabric.port_states": ("port_states", bool),
-    "fabric.vlarb_ports": ("vlarb_ports", str),
-    "fabric.node_name_map": ("node_name_map", Path),
-    "fabric.forget_after_seconds": ("forget_after_seconds", float),
-    "fabric.scratch_dir": ("scratch_dir", Path),
-    "ibdiag.ca": ("ibdiag_ca", str),
-    "ibdiag.port": ("ibdiag_port", int),
-    "ibdiag.timeout_ms": ("ibdiag_timeout_ms", int),
-    "ibdiag.bin_dir": ("ibdiag_bin_dir", Path),
-    "health.max_age_seconds": ("health_max_age_seconds", float),
-}
+_YAML_KEYS: dict[str, tuple[str, type]] = all_yaml_keys(_OPTIONS)
 _FIELDS = tuple(field for field, _ in _YAML_KEYS.values())
 
 
@@ -104,55 +116,7 @@ def build_parser(prog: str = "ibpool fabric-exporter") -> argparse.ArgumentParse
         prog=prog,
         description="Fabric-wide InfiniBand exporter: ibnetdiscover, iblinkinfo, perfquery, smpquery vlarb.",
     )
-    add = p.add_argument
-    bool_flag = argparse.BooleanOptionalAction
-    add_common_flags(p, DEFAULT_LISTEN)
-    add(
-        "--fabric.sweep-interval",
-        dest="sweep_interval_seconds",
-        type=float,
-        help="seconds between sweeps (15)",
-    )
-    add("--fabric.concurrency", dest="concurrency", type=int, help="diagnostics running at once (4)")
-    add(
-        "--fabric.command-timeout",
-        dest="command_timeout_seconds",
-        type=float,
-        help="seconds one diagnostic may run before it is killed (10)",
-    )
-    add("--fabric.hca-ports", dest="hca_ports", action=bool_flag, help="also read HCA ports (off)")
-    add("--fabric.vl-counters", dest="vl_counters", help="per-VL waits: batch, perfquery or off (batch)")
-    add("--fabric.vl-count", dest="vl_count", type=int, help="export VLs 0..N-1 (16: all the PMA returns)")
-    add("--fabric.port-states", dest="port_states", action=bool_flag, help="port states from iblinkinfo (on)")
-    add(
-        "--fabric.vlarb-ports",
-        dest="vlarb_ports",
-        help="VL arbitration tables (smpquery vlarb, one process per port): off, first (one active port "
-        "per switch) or all (every active switch port) (first)",
-    )
-    add("--fabric.node-name-map", dest="node_name_map", type=Path, help="GUID-to-name map file")
-    add(
-        "--fabric.forget-after",
-        dest="forget_after_seconds",
-        type=float,
-        help="seconds a switch missing from discovery is still reported down (3600)",
-    )
-    add(
-        "--fabric.scratch-dir",
-        dest="scratch_dir",
-        type=Path,
-        help="directory the diagnostics run in (default: /dev/shm, else TMPDIR)",
-    )
-    add("--ibdiag.ca", dest="ibdiag_ca", help="local CA the diagnostics use (-C)")
-    add("--ibdiag.port", dest="ibdiag_port", type=int, help="local CA port the diagnostics use (-P)")
-    add("--ibdiag.timeout", dest="ibdiag_timeout_ms", type=int, help="MAD timeout in ms (-t)")
-    add("--ibdiag.bin-dir", dest="ibdiag_bin_dir", type=Path, help="directory holding perfquery & co.")
-    add(
-        "--health.max-age-seconds",
-        dest="health_max_age_seconds",
-        type=float,
-        help="/healthz fails when the last complete sweep is older than this (300)",
-    )
+    add_common_flags(p, DEFAULT_LISTEN, _OPTIONS)
     return p
 
 

@@ -26,26 +26,41 @@ from pathlib import Path
 from typing import Protocol
 
 from exporter.influx.settings import PushSettings
+from exporter.settings import Option, add_options, yaml_keys
 
+# Every push option: flag, YAML key, ExporterConfig field, type, help.
+INFLUX_OPTIONS: tuple[Option, ...] = (
+    Option("--influx.url", "influx.url", "influx_url", str,
+           "push samples to this InfluxDB v2 API (off when unset)"),
+    Option("--influx.token-file", "influx.token_file", "influx_token_file", Path,
+           "file holding the API token"),
+    Option("--influx.org", "influx.org", "influx_org", str, "organization (InfluxDB 2)"),
+    Option("--influx.bucket", "influx.bucket", "influx_bucket", str, "bucket (ibpool)"),
+    Option("--influx.interval-seconds", "influx.interval_seconds", "influx_interval_seconds", float,
+           "sampling interval (1)"),
+    Option("--influx.batch-size", "influx.batch_size", "influx_batch_size", int, "points per write (5000)"),
+    Option("--influx.flush-interval-seconds", "influx.flush_interval_seconds",
+           "influx_flush_interval_seconds", float, "send a partial batch after this long (1)"),
+    Option("--influx.buffer-points", "influx.buffer_points", "influx_buffer_points", int,
+           "points kept in memory (100000)"),
+    Option("--influx.spill-directory", "influx.spill.directory", "influx_spill_directory", Path,
+           "spill to disk here while the server is down (memory only when unset)"),
+    Option("--influx.spill-max-bytes", "influx.spill.max_bytes", "influx_spill_max_bytes", int,
+           "disk budget (1 GiB)"),
+    Option("--influx.retry-initial-seconds", "influx.retry.initial_seconds", "influx_retry_initial_seconds",
+           float, "first backoff (1)"),
+    Option("--influx.retry-max-seconds", "influx.retry.max_seconds", "influx_retry_max_seconds", float,
+           "longest backoff (60)"),
+    Option("--influx.retry-exponential-base", "influx.retry.exponential_base",
+           "influx_retry_exponential_base", float, "backoff factor (2)"),
+    Option("--influx.replay-seconds", "influx.replay_seconds", "influx_replay_seconds", float,
+           "after a failure, send again what the server acknowledged this recently (30; 0: never)"),
+    Option("--influx.timeout-seconds", "influx.timeout_seconds", "influx_timeout_seconds", float,
+           "HTTP timeout per write (10)"),
+    Option("--influx.gzip", "influx.gzip", "influx_gzip", bool, "gzip the writes"),
+)  # fmt: skip
 # YAML key -> (ExporterConfig field, type); every field has a flag of the same dest.
-INFLUX_YAML_KEYS: dict[str, tuple[str, type]] = {
-    "influx.url": ("influx_url", str),
-    "influx.token_file": ("influx_token_file", Path),
-    "influx.org": ("influx_org", str),
-    "influx.bucket": ("influx_bucket", str),
-    "influx.interval_seconds": ("influx_interval_seconds", float),
-    "influx.batch_size": ("influx_batch_size", int),
-    "influx.flush_interval_seconds": ("influx_flush_interval_seconds", float),
-    "influx.buffer_points": ("influx_buffer_points", int),
-    "influx.spill.directory": ("influx_spill_directory", Path),
-    "influx.spill.max_bytes": ("influx_spill_max_bytes", int),
-    "influx.retry.initial_seconds": ("influx_retry_initial_seconds", float),
-    "influx.retry.max_seconds": ("influx_retry_max_seconds", float),
-    "influx.retry.exponential_base": ("influx_retry_exponential_base", float),
-    "influx.replay_seconds": ("influx_replay_seconds", float),
-    "influx.timeout_seconds": ("influx_timeout_seconds", float),
-    "influx.gzip": ("influx_gzip", bool),
-}
+INFLUX_YAML_KEYS: dict[str, tuple[str, type]] = yaml_keys(INFLUX_OPTIONS)
 
 # ExporterConfig field -> PushSettings field
 _SETTING_OF = {
@@ -105,57 +120,7 @@ class InfluxFields(Protocol):
 
 def add_influx_flags(parser: argparse.ArgumentParser) -> None:
     """The `--influx.*` flags (every default None, so the YAML file can fill it)."""
-    add = parser.add_argument
-    add("--influx.url", dest="influx_url", help="push samples to this InfluxDB v2 API (off when unset)")
-    add("--influx.token-file", dest="influx_token_file", type=Path, help="file holding the API token")
-    add("--influx.org", dest="influx_org", help="organization (InfluxDB 2)")
-    add("--influx.bucket", dest="influx_bucket", help="bucket (ibpool)")
-    add("--influx.interval-seconds", dest="influx_interval_seconds", type=float, help="sampling interval (1)")
-    add("--influx.batch-size", dest="influx_batch_size", type=int, help="points per write (5000)")
-    add(
-        "--influx.flush-interval-seconds",
-        dest="influx_flush_interval_seconds",
-        type=float,
-        help="send a partial batch after this long (1)",
-    )
-    add(
-        "--influx.buffer-points", dest="influx_buffer_points", type=int, help="points kept in memory (100000)"
-    )
-    add(
-        "--influx.spill-directory",
-        dest="influx_spill_directory",
-        type=Path,
-        help="spill to disk here while the server is down (memory only when unset)",
-    )
-    add("--influx.spill-max-bytes", dest="influx_spill_max_bytes", type=int, help="disk budget (1 GiB)")
-    add(
-        "--influx.retry-initial-seconds",
-        dest="influx_retry_initial_seconds",
-        type=float,
-        help="first backoff (1)",
-    )
-    add(
-        "--influx.retry-max-seconds", dest="influx_retry_max_seconds", type=float, help="longest backoff (60)"
-    )
-    add(
-        "--influx.retry-exponential-base",
-        dest="influx_retry_exponential_base",
-        type=float,
-        help="backoff factor (2)",
-    )
-    add(
-        "--influx.replay-seconds",
-        dest="influx_replay_seconds",
-        type=float,
-        help="after a failure, send again what the server acknowledged this recently (30; 0: never)",
-    )
-    add(
-        "--influx.timeout-seconds",
-        dest="influx_timeout_seconds",
-        type=float,
-        help="HTTP timeout per write (10)",
-    )
-    add("--influx.gzip", dest="influx_gzip", action=argparse.BooleanOptionalAction, help="gzip the writes")
+    add_options(parser, INFLUX_OPTIONS)
 
 
 def validate_influx(cfg: InfluxFields, bad: Callable[[str, str], None]) -> None:

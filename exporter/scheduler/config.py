@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from exporter.errors import ConfigError
-from exporter.settings import WEB_YAML_KEYS, add_common_flags, gather_settings, reporter, validate_web
+from exporter.settings import Option, add_common_flags, all_yaml_keys, gather_settings, reporter, validate_web
 
 DEFAULT_LISTEN = ":9472"
 COMMANDS_PER_POLL = 3
@@ -53,17 +53,23 @@ class SchedulerExporterConfig:
     log_level: str = "info"
 
 
+# The scheduler exporter's own options: flag, YAML key (nested keys are dotted), field, type, help.
+_OPTIONS: tuple[Option, ...] = (
+    Option("--slurm.bin-dir", "slurm.bin_dir", "slurm_bin_dir", Path,
+           "directory of sinfo, squeue, scontrol (PATH)"),
+    Option("--slurm.conf", "slurm.conf", "slurm_conf", Path, "slurm.conf for the commands (sets SLURM_CONF)"),
+    Option("--slurm.poll-interval-seconds", "slurm.poll_interval_seconds", "poll_interval_seconds", float,
+           "seconds between polls (15)"),
+    Option("--slurm.timeout-seconds", "slurm.timeout_seconds", "timeout_seconds", float,
+           "timeout per command, then kill (10)"),
+    Option("--slurm.max-age-seconds", "slurm.max_age_seconds", "max_age_seconds", float,
+           "drop pool series when the last good poll is older (60)"),
+    Option("--slurm.gpus-per-node", "slurm.gpus_per_node", "gpus_per_node", int,
+           "GPUs per node when no node has GPU GRES (default: GPU figures omitted then)"),
+    Option("--slurm.gres-name", "slurm.gres_name", "gres_name", str, "GRES name that counts as a GPU (gpu)"),
+)  # fmt: skip
 # key in the YAML file -> (field, type); nested keys are dotted.
-_YAML_KEYS: dict[str, tuple[str, type]] = {
-    **WEB_YAML_KEYS,
-    "slurm.bin_dir": ("slurm_bin_dir", Path),
-    "slurm.conf": ("slurm_conf", Path),
-    "slurm.poll_interval_seconds": ("poll_interval_seconds", float),
-    "slurm.timeout_seconds": ("timeout_seconds", float),
-    "slurm.max_age_seconds": ("max_age_seconds", float),
-    "slurm.gpus_per_node": ("gpus_per_node", int),
-    "slurm.gres_name": ("gres_name", str),
-}
+_YAML_KEYS: dict[str, tuple[str, type]] = all_yaml_keys(_OPTIONS)
 _FLAG_FIELDS = tuple(field for field, _ in _YAML_KEYS.values())
 
 
@@ -72,37 +78,7 @@ def build_parser(prog: str = "ibpool scheduler-exporter") -> argparse.ArgumentPa
     p = argparse.ArgumentParser(
         prog=prog, description="Slurm pools (partitions): GPUs, queues and node states, for Prometheus."
     )
-    add = p.add_argument
-    add_common_flags(p, DEFAULT_LISTEN)
-    add(
-        "--slurm.bin-dir", dest="slurm_bin_dir", type=Path, help="directory of sinfo, squeue, scontrol (PATH)"
-    )
-    add("--slurm.conf", dest="slurm_conf", type=Path, help="slurm.conf for the commands (sets SLURM_CONF)")
-    add(
-        "--slurm.poll-interval-seconds",
-        dest="poll_interval_seconds",
-        type=float,
-        help="seconds between polls (15)",
-    )
-    add(
-        "--slurm.timeout-seconds",
-        dest="timeout_seconds",
-        type=float,
-        help="timeout per command, then kill (10)",
-    )
-    add(
-        "--slurm.max-age-seconds",
-        dest="max_age_seconds",
-        type=float,
-        help="drop pool series when the last good poll is older (60)",
-    )
-    add(
-        "--slurm.gpus-per-node",
-        dest="gpus_per_node",
-        type=int,
-        help="GPUs per node when no node has GPU GRES (default: GPU figures omitted then)",
-    )
-    add("--slurm.gres-name", dest="gres_name", help="GRES name that counts as a GPU (gpu)")
+    add_common_flags(p, DEFAULT_LISTEN, _OPTIONS)
     return p
 
 
