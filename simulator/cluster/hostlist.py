@@ -2,55 +2,19 @@
 
 from __future__ import annotations
 
-import re
-
+from exporter.scheduler.hostlist import expand_hostlist as scheduler_hostlist
+from exporter.scheduler.hostlist import split_top_level
 from simulator.cluster.errors import ControlError
-
-_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 
 def expand_hostlist(text: str) -> list[str]:
-    """Expand a hostlist expression into names, keeping the zero padding of each range."""
-    names: list[str] = []
-    for raw in _split_top(text):
-        part = raw.strip()
-        if not part:
-            continue
-        if "[" not in part:
-            names.append(part)
-            continue
-        prefix, _, rest = part.partition("[")
-        body, close, suffix = rest.partition("]")
-        if not close:
-            raise ControlError(f"hostlist {text!r}: unclosed '['")
-        for item in body.split(","):
-            match = _RANGE.match(item.strip())
-            if not match:
-                raise ControlError(f"hostlist {text!r}: bad range {item!r}")
-            first, last = match.group(1), match.group(2) or match.group(1)
-            width = len(first)
-            if int(last) < int(first):
-                raise ControlError(f"hostlist {text!r}: range {item!r} goes down")
-            names += [f"{prefix}{i:0{width}d}{suffix}" for i in range(int(first), int(last) + 1)]
-    return names
-
-
-def _split_top(text: str) -> list[str]:
-    parts: list[str] = []
-    current: list[str] = []
-    depth = 0
-    for char in text:
-        if char == "[":
-            depth += 1
-        elif char == "]":
-            depth -= 1
-        if char == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-    parts.append("".join(current))
-    return parts
+    """Expand a hostlist expression into names, keeping the zero padding of each range (the scheduler
+    exporter's expansion; blanks around items and empty items are tolerated here, as in control input)."""
+    try:
+        items = [item.strip() for item in split_top_level(text) if item.strip()]
+        return [name for item in items for name in scheduler_hostlist(item)]
+    except ValueError as exc:
+        raise ControlError(f"hostlist {text!r}: {exc}") from None
 
 
 def parse_vlarb(text: str) -> list[tuple[int, int]]:
