@@ -148,6 +148,9 @@ def stop_process(proc: subprocess.Popen[bytes] | None, timeout: float = 10.0) ->
                 send(signal.SIGKILL)
         if group:
             send(signal.SIGKILL)  # what the leader left behind in its group
+            deadline = time.monotonic() + timeout  # a killed process takes a moment to be gone
+            while live_in_groups((proc.pid,)) and time.monotonic() < deadline:
+                time.sleep(0.01)
         proc.wait(timeout)
     return proc.returncode
 
