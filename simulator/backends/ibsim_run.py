@@ -29,7 +29,7 @@ from types import TracebackType
 
 from simulator.backends.errors import ConsoleError, IbsimError
 from simulator.backends.ibsim_console import IbsimConsole
-from simulator.backends.processes import Processes, poll_until, program, stop_process, which
+from simulator.backends.processes import Processes, poll_until, program, run_tool, stop_process, which
 
 UMAD2SIM = Path("/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so")
 READY = "Network simulator ready"
@@ -248,22 +248,8 @@ class Ibsim:
     ) -> subprocess.CompletedProcess[str]:
         """Run a diagnostic (perfquery, smpquery, saquery, ...) against this fabric, in `diag_dir`."""
         binary = argv[0] if "/" in argv[0] else program(argv[0], error=IbsimError)
-        try:
-            result = subprocess.run(
-                [binary, *argv[1:]],
-                env=self.env,
-                cwd=self.diag_dir,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-                stdin=subprocess.DEVNULL,
-            )
-        except subprocess.TimeoutExpired:
-            raise IbsimError(f"{argv[0]}: no answer within {timeout:g} s") from None
-        if check and result.returncode != 0:
-            raise IbsimError(f"{' '.join(argv)} exited {result.returncode}: {result.stderr.strip()[-2000:]}")
-        return result
+        argv = [binary, *argv[1:]]
+        return run_tool(argv, env=self.env, cwd=self.diag_dir, timeout=timeout, check=check, error=IbsimError)
 
     def stop(self) -> None:
         """Stop OpenSM (and wait for it), then ibsim; close the console. Idempotent."""

@@ -46,6 +46,36 @@ def program(name: str, override: str | None = None, error: type[ProcessError] = 
     return path
 
 
+def run_tool(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    timeout: float,
+    check: bool,
+    error: type[ProcessError],
+) -> subprocess.CompletedProcess[str]:
+    """Run one client program (no shell, no stdin) in `cwd`, output captured; `error` on a timeout or,
+    when `check`, on a non-zero exit (the last 2000 characters of stderr)."""
+    shown = " ".join([Path(argv[0]).name, *argv[1:]])
+    try:
+        result = subprocess.run(
+            list(argv),
+            env=dict(env),
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        raise error(f"{shown}: no answer within {timeout:g} s") from None
+    if check and result.returncode != 0:
+        raise error(f"{shown} exited {result.returncode}: {result.stderr.strip()[-2000:]}")
+    return result
+
+
 def poll_until(
     predicate: Callable[[], bool],
     timeout: float,

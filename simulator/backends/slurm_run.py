@@ -36,6 +36,7 @@ from simulator.backends.processes import (
     is_gone,
     poll_until,
     program,
+    run_tool,
     stop_process,
     which,
 )
@@ -216,22 +217,9 @@ class Slurm:
     ) -> subprocess.CompletedProcess[str]:
         """Run a Slurm client program against this cluster (no shell); SlurmError on failure when `check`."""
         path = program(name, self.binaries.get(name), SlurmError)
-        try:
-            result = subprocess.run(
-                [path, *args],
-                env=self.env,
-                cwd=self.root,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-                stdin=subprocess.DEVNULL,
-            )
-        except subprocess.TimeoutExpired:
-            raise SlurmError(f"{name} {' '.join(args)}: no answer within {timeout:g} s") from None
-        if check and result.returncode != 0:
-            raise SlurmError(f"{name} {' '.join(args)} exited {result.returncode}: {result.stderr.strip()}")
-        return result
+        return run_tool(
+            [path, *args], env=self.env, cwd=self.root, timeout=timeout, check=check, error=SlurmError
+        )
 
     def squeue_ids(self) -> list[int]:
         """Ids of the jobs slurmctld still knows as pending or active."""
