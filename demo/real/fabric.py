@@ -14,12 +14,11 @@ import re
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 
 from simulator.backends import first_hca, render_net
 from simulator.backends.errors import ProcessError
 from simulator.backends.ibsim_run import UMAD2SIM, Ibsim
-from simulator.backends.processes import program, which
+from simulator.backends.processes import StartStop, program, which
 from simulator.cluster.model import ClusterModel
 
 __all__ = ["UMAD2SIM", "RealError", "RealFabric", "program", "which"]
@@ -31,7 +30,7 @@ def _pairs(pairs: Sequence[tuple[int, int]]) -> str:
     return ",".join(f"{vl}:{weight}" for vl, weight in pairs)
 
 
-class RealFabric:
+class RealFabric(StartStop):
     """ibsim running the model's fat tree in `workdir`, then OpenSM on it."""
 
     def __init__(self, workdir: Path, model: ClusterModel) -> None:
@@ -111,12 +110,3 @@ class RealFabric:
     def stop(self) -> None:
         """OpenSM (waited for), then ibsim; close the console. Idempotent."""
         self.ibsim.stop()
-
-    def __enter__(self) -> RealFabric:
-        self.start()
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()

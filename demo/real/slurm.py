@@ -9,13 +9,13 @@ when none answers, and then stopped by `stop()`.
 from __future__ import annotations
 
 from pathlib import Path
-from types import TracebackType
 
 from simulator.backends import SlurmLayout
+from simulator.backends.processes import StartStop
 from simulator.backends.slurm_run import Slurm
 
 
-class RealSlurm:
+class RealSlurm(StartStop):
     """slurmctld plus one slurmd per node of `layout`, in `root`."""
 
     def __init__(self, root: Path, layout: SlurmLayout) -> None:
@@ -44,12 +44,3 @@ class RealSlurm:
     def stop(self) -> None:
         """Every slurmd, then slurmctld, then munged when this started it; idempotent."""
         self.cluster.stop()
-
-    def __enter__(self) -> RealSlurm:
-        self.start()
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
+from typing import Self
 
 from simulator.backends.errors import ProcessError
 
@@ -195,6 +196,27 @@ def _stop_pid(pid: int, timeout: float) -> None:
     if not is_gone(pid):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+
+
+class StartStop:
+    """`with thing:` starts it (`start()`) and stops it (`stop()`) whatever happens inside."""
+
+    def start(self) -> None:
+        """Bring the thing up."""
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Bring it down (idempotent)."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
 
 
 class Processes:

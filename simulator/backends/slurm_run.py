@@ -27,11 +27,11 @@ import subprocess
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 
 from simulator.backends.errors import SlurmError
 from simulator.backends.processes import (
     Processes,
+    StartStop,
     free_ports,
     is_gone,
     poll_until,
@@ -88,7 +88,7 @@ def ensure_munged(timeout: float = 15.0) -> int | None:
         return None
 
 
-class Slurm:
+class Slurm(StartStop):
     """slurmctld plus one slurmd per name in `node_names`, in `root`; see the module docstring."""
 
     def __init__(
@@ -200,15 +200,6 @@ class Slurm:
             for proc in slurmd:
                 steps.callback(stop_process, proc, timeout)
             self._cancel_jobs()
-
-    def __enter__(self) -> Slurm:
-        self.start()
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     # --- commands ---------------------------------------------------------------------------------
 

@@ -10,23 +10,9 @@ from proposals.states import APPROVED, PENDING
 from proposals.store import Store
 from recommender.cycle import Recommender, state_path_for
 from recommender.policies.quota import QuotaParams, QuotaPolicy
-from recommender.signals.model import NODES, Missing, Signals
+from recommender.signals.model import NODES, Missing
+from tests.recommender.live import Fixed
 from tests.recommender.signals.factory import signals
-
-
-class Fixed:
-    """A source that returns given snapshots."""
-
-    name = "fixed"
-
-    def __init__(self, *snapshots: Signals) -> None:
-        self.snapshots = list(snapshots)
-
-    def fetch(self) -> Signals:
-        return self.snapshots.pop(0) if len(self.snapshots) > 1 else self.snapshots[0]
-
-    def reset(self) -> None:
-        pass
 
 
 def quota() -> QuotaPolicy:
