@@ -3,33 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
 
+from exporter.config import ExporterConfig
 from exporter.influx.config import INFLUX_YAML_KEYS, add_influx_flags, push_settings, validate_influx
 from exporter.settings import gather_settings
-
-
-@dataclass(frozen=True)
-class Cfg:
-    """The influx fields as ExporterConfig will have them (the defaults to add there)."""
-
-    influx_url: str | None = None
-    influx_token_file: Path | None = None
-    influx_org: str = ""
-    influx_bucket: str = "ibpool"
-    influx_interval_seconds: float = 1.0
-    influx_batch_size: int = 5000
-    influx_flush_interval_seconds: float = 1.0
-    influx_buffer_points: int = 100_000
-    influx_spill_directory: Path | None = None
-    influx_spill_max_bytes: int = 1 << 30
-    influx_retry_initial_seconds: float = 1.0
-    influx_retry_max_seconds: float = 60.0
-    influx_retry_exponential_base: float = 2.0
-    influx_replay_seconds: float = 30.0
-    influx_timeout_seconds: float = 10.0
-    influx_gzip: bool = False
 
 
 def parser() -> argparse.ArgumentParser:
@@ -39,11 +17,11 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def load(argv: list[str]) -> tuple[Cfg, list[str]]:
+def load(argv: list[str]) -> tuple[ExporterConfig, list[str]]:
     problems: list[str] = []
     fields = [f for f, _ in INFLUX_YAML_KEYS.values()]
     values, origin = gather_settings(parser().parse_args(argv), INFLUX_YAML_KEYS, fields, problems)
-    cfg = Cfg(**values)
+    cfg = ExporterConfig(**values)
 
     def bad(field: str, message: str) -> None:
         problems.append(f"{origin.get(field, 'default')}: {field}: {message}")
@@ -54,7 +32,7 @@ def load(argv: list[str]) -> tuple[Cfg, list[str]]:
 
 def test_every_yaml_key_has_a_flag_and_a_field() -> None:
     dests = {a.dest for a in parser()._actions}
-    fields = set(Cfg.__dataclass_fields__)
+    fields = set(ExporterConfig.__dataclass_fields__)
     for key, (field, _) in INFLUX_YAML_KEYS.items():
         assert key.startswith("influx.")
         assert field in dests, key
