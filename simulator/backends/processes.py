@@ -22,6 +22,7 @@ import socket
 import subprocess
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
@@ -198,16 +199,16 @@ def _stop_pid(pid: int, timeout: float) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-class StartStop:
+class StartStop(ABC):
     """`with thing:` starts it (`start()`) and stops it (`stop()`) whatever happens inside."""
 
+    @abstractmethod
     def start(self) -> None:
         """Bring the thing up."""
-        raise NotImplementedError
 
+    @abstractmethod
     def stop(self) -> None:
         """Bring it down (idempotent)."""
-        raise NotImplementedError
 
     def __enter__(self) -> Self:
         self.start()
