@@ -59,7 +59,8 @@ class PolicyStrategy:
         self.pending_chronic_min = [SlidingMin(chronic) if chronic else None for _ in self.names]
         self.last_lend: dict[str, float] = {}
         self.recent_lends: list[tuple[float, int]] = []
-        self.budget_window = params.lend_budget_window_min
+        self.recent_takebacks: list[tuple[float, int]] = []
+        self.budget_window = max(params.lend_budget_window_min, params.move_budget_window_min)
         profile = params.profile_params()
         self.profile = DailyProfile(profile) if profile else None
         self.plan_lead = params.plan_lead_min
@@ -86,10 +87,11 @@ class PolicyStrategy:
         for p, name in enumerate(names):
             unmet = obs.unmet[p]
             k, a = obs.capacity[p], obs.allocated[p]
-            forecast, chronic = None, self.pending_chronic_min[p]
+            forecast, near, chronic = None, None, self.pending_chronic_min[p]
             if self.profile is not None:
                 self.profile.record(name, clock, obs.demand[p])
                 forecast = self.profile.forecast(name, clock + self.plan_lead)
+                near = self.profile.forecast(name, clock)
             snapshots.append(
                 PoolSnapshot(
                     name=name,
@@ -106,13 +108,23 @@ class PolicyStrategy:
                     demand_recent_peak_gpus=self.recent_peak[p][step],
                     planned_demand_gpus=forecast.expected_demand if forecast else None,
                     planned_peak_gpus=forecast.expected_peak if forecast else None,
+                    likely_peak_gpus=near.likely_peak if near else None,
                 )
             )
         loans = self._loans(model) if lent else ()
         now = step * self.dt
-        while self.recent_lends and now - self.recent_lends[0][0] >= self.budget_window:
-            self.recent_lends.pop(0)
-        return ClusterView(now, g, tuple(snapshots), loans, self.last_lend, tuple(self.recent_lends))
+        for recent in (self.recent_lends, self.recent_takebacks):
+            while recent and now - recent[0][0] >= self.budget_window:
+                recent.pop(0)
+        return ClusterView(
+            now,
+            g,
+            tuple(snapshots),
+            loans,
+            self.last_lend,
+            tuple(self.recent_lends),
+            tuple(self.recent_takebacks),
+        )
 
     def decide(self, step: int, obs: Observation) -> Sequence[NodeMove]:
         """Ask the policy; remember lends for the cooldown."""
@@ -124,6 +136,7 @@ class PolicyStrategy:
                 self.recent_lends.append((view.now_min, move.nodes))
             else:
                 self.last_lend[move.to_pool] = view.now_min
+                self.recent_takebacks.append((view.now_min, move.nodes))
             idx = self.index
             out.append(
                 NodeMove(idx[move.from_pool], idx[move.to_pool], idx[move.home_pool], move.nodes, move.kind)

@@ -9,6 +9,9 @@ day on each of the last `days` days:
   its capacity at that hour on most recent days will probably need it again today.
 - `expected_peak`: the largest demand seen on *any* of those days over `[t, t + horizon)`: what a
   donor must keep for itself if it lends now.
+- `likely_peak`: the demand reached within `[t, t + likely_window)` on at least `likely_days` of those
+  days (the `likely_days`-th largest of the daily peaks; 0 when `likely_days` is 0): what a donor will
+  probably need again within the hour, however quiet its last hours were.
 
 Both are None until `min_days` days of history exist (no guess without evidence). Slots are aligned to
 absolute time (minutes since the epoch), so "the same time yesterday" is exactly 1440 minutes earlier.
@@ -30,6 +33,8 @@ class ProfileParams:
     days: int = 7
     min_days: int = 5
     horizon_min: float = 240.0
+    likely_days: int = 0
+    likely_window_min: float = 60.0
 
     def __post_init__(self) -> None:
         errors = []
@@ -39,6 +44,10 @@ class ProfileParams:
             errors.append("need days >= 1 and 1 <= min_days <= days")
         if not 0 <= self.horizon_min < DAY_MIN:
             errors.append("horizon_min must be >= 0 and under a day")
+        if not 0 <= self.likely_days <= self.min_days:
+            errors.append("likely_days must be between 0 and min_days")
+        if not 0 < self.likely_window_min < DAY_MIN:
+            errors.append("likely_window_min must be > 0 and under a day")
         if errors:
             raise ValueError("; ".join(errors))
 
@@ -50,6 +59,7 @@ class Forecast:
     expected_demand: int
     expected_peak: int
     days_seen: int
+    likely_peak: int = 0
 
 
 class DailyProfile:
@@ -98,17 +108,22 @@ class DailyProfile:
         if not slots:
             return None
         span = max(1, math.ceil(p.horizon_min / p.slot_min))
+        near = max(1, math.ceil(p.likely_window_min / p.slot_min))
         lows: list[int] = []
+        highs: list[int] = []
         peak = 0
         for day in range(1, p.days + 1):
             past = slot - day * self._per_day
             if past < self._first[pool] or past not in slots:
                 continue
             lows.append(slots[past][0])
+            highs.append(max((slots[s][1] for s in range(past, past + near) if s in slots), default=0))
             for s in range(past, past + span):
                 if s in slots:
                     peak = max(peak, slots[s][1])
         if len(lows) < p.min_days:
             return None
         lows.sort(reverse=True)
-        return Forecast(lows[p.min_days - 1], peak, len(lows))
+        highs.sort(reverse=True)
+        likely = highs[p.likely_days - 1] if p.likely_days else 0  # likely_days <= min_days <= days seen
+        return Forecast(lows[p.min_days - 1], peak, len(lows), likely)

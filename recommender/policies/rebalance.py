@@ -51,10 +51,12 @@ class RebalanceParams:
     reserve_headroom: float = 0.25
     takeback_headroom: float = 0.0
     cooldown_min: float = 60.0
-    min_history_min: float = 360.0
+    min_history_min: float = 120.0
     max_nodes_per_move: int = 8
-    lend_budget_per_pool_day: float = 0.25
+    lend_budget_per_pool_day: float = 0.4
     lend_budget_window_min: float = 10080.0
+    move_budget_per_pool_day: float = 0.48
+    move_budget_window_min: float = 43200.0
     takeback_persistence_min: float = 5.0
     chronic_pending_min: float = 240.0
     plan_days: int = 7
@@ -63,6 +65,8 @@ class RebalanceParams:
     plan_lead_min: float = 20.0
     plan_horizon_min: float = 240.0
     plan_recent_peak_min: float = 60.0
+    plan_likely_days: int = 5
+    plan_likely_window_min: float = 60.0
 
     def __post_init__(self) -> None:
         errors = [f"{f.name} must be >= 0" for f in fields(self) if getattr(self, f.name) < 0]
@@ -82,7 +86,14 @@ class RebalanceParams:
         """The time-of-day profile's parameters; None when plans are off (`plan_days` = 0)."""
         if not self.plan_days:
             return None
-        return ProfileParams(self.plan_slot_min, self.plan_days, self.plan_min_days, self.plan_horizon_min)
+        return ProfileParams(
+            slot_min=self.plan_slot_min,
+            days=self.plan_days,
+            min_days=self.plan_min_days,
+            horizon_min=self.plan_horizon_min,
+            likely_days=self.plan_likely_days,
+            likely_window_min=self.plan_likely_window_min,
+        )
 
     def as_dict(self) -> dict[str, float | int]:
         """Plain values for reports."""
@@ -110,6 +121,9 @@ class PoolSnapshot:
     `plan_lead_min` ahead, peak over the plan horizon); None without a time-of-day profile.
     `demand_recent_peak_gpus` is the demand peak over `plan_recent_peak_min`: what a profile may not
     talk the reserve below (None: the trailing peak is kept whatever the profile says).
+    `likely_peak_gpus` is the demand the profile saw within the next `plan_likely_window_min` on at least
+    `plan_likely_days` recent days: a donor keeps it even when its trailing peak is lower (None: no
+    profile).
     """
 
     name: str
@@ -126,6 +140,7 @@ class PoolSnapshot:
     demand_recent_peak_gpus: int | None = None
     planned_demand_gpus: int | None = None
     planned_peak_gpus: int | None = None
+    likely_peak_gpus: int | None = None
 
     @property
     def demand_gpus(self) -> int:
@@ -210,6 +225,7 @@ class ClusterView:
     loans: tuple[Loan, ...] = ()
     last_lend_min: Mapping[str, float] | None = None
     recent_lends: tuple[tuple[float, int], ...] = ()
+    recent_takebacks: tuple[tuple[float, int], ...] = ()
 
 
 @dataclass
@@ -300,7 +316,7 @@ class RebalancePolicy:
 
     def _cooling(self, view: ClusterView, pool: str) -> bool:
         last = (view.last_lend_min or {}).get(pool)
-        return last is not None and view.now_min - last < self.params.cooldown_min
+        return last is not None and view.now_min - last <= self.params.cooldown_min
 
     def _spare_nodes(self, view: ClusterView, pool: PoolSnapshot, ledger: _Ledger, *, planned: bool) -> int:
         """Idle whole nodes above the pool's reserve (0 while its history is too short).
@@ -308,6 +324,8 @@ class RebalancePolicy:
         The reserve keeps the trailing demand peak, unless the donor's time-of-day profile says it stayed
         quiet over the coming hours on every recent day: then it keeps that expected peak, and for a
         reactive lend also its peak of the last few hours (a plan knows a shift ended; a reaction does not).
+        It always keeps what the profile says the donor reached within the next hour on most recent days
+        (a node lent just before the donor's usual rise would come back within the reversal window).
         """
         p = self.params
         if pool.history_min < p.min_history_min or self._cooling(view, pool.name):
@@ -316,7 +334,7 @@ class RebalancePolicy:
         if pool.planned_peak_gpus is not None and (planned or pool.demand_recent_peak_gpus is not None):
             recent = 0 if planned else pool.demand_recent_peak_gpus or 0
             peak = min(peak, max(pool.planned_peak_gpus, recent))
-        keep = max(peak, pool.demand_gpus, pool.planned_demand_gpus or 0)
+        keep = max(peak, pool.demand_gpus, pool.planned_demand_gpus or 0, pool.likely_peak_gpus or 0)
         reserve = keep + p.reserve_headroom * pool.home_gpus
         spare = math.floor((pool.capacity_gpus - reserve) / view.gpus_per_node)
         return max(0, min(spare, pool.idle_nodes) - ledger.given[pool.name])
@@ -343,11 +361,31 @@ class RebalancePolicy:
         return max(0, pool.planned_demand_gpus - pool.capacity_gpus - incoming_gpus)
 
     def lend_budget(self, view: ClusterView) -> int:
-        """Nodes that may still be lent: a rate per pool-day over a trailing window, less recent lends."""
+        """Nodes that may still be lent: the lend rate over its window less recent lends and, with a move
+        budget, the moves (lends and take-backs) allowed over its window less those made.
+
+        The move budget's window grows with the time watched (at least the lend window, at most its own),
+        so a new deployment cannot spend a month's moves in its first week. Take-backs never wait for a
+        budget (sharing safety comes first); they only use it up.
+        """
         p = self.params
-        allowed = p.lend_budget_per_pool_day * len(view.pools) * p.lend_budget_window_min / 1440.0
-        used = sum(n for t, n in view.recent_lends if view.now_min - t < p.lend_budget_window_min)
-        return max(0, math.floor(allowed + 1e-9) - used)
+        lends = view.recent_lends
+        left = self._budget_left(view, p.lend_budget_per_pool_day, p.lend_budget_window_min, lends)
+        if p.move_budget_per_pool_day:
+            watched = max((s.history_min for s in view.pools), default=0.0)
+            span = min(p.move_budget_window_min, max(watched, p.lend_budget_window_min))
+            moves = lends + view.recent_takebacks
+            left = min(left, self._budget_left(view, p.move_budget_per_pool_day, span, moves))
+        return max(0, left)
+
+    @staticmethod
+    def _budget_left(
+        view: ClusterView, per_pool_day: float, window_min: float, moves: Sequence[tuple[float, int]]
+    ) -> int:
+        """A budget of `per_pool_day` nodes per pool-day over the trailing window, less the nodes moved."""
+        allowed = per_pool_day * len(view.pools) * window_min / 1440.0
+        used = sum(n for t, n in moves if view.now_min - t < window_min)
+        return math.floor(allowed + 1e-9) - used
 
     def _lends(self, view: ClusterView, ledger: _Ledger) -> list[Move]:
         p, g = self.params, view.gpus_per_node

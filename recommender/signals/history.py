@@ -166,6 +166,7 @@ def cluster_view(
     for pool in signals.pools.values():
         long = history.window(pool.name, now, p.reserve_window_min * 60.0)
         forecast = profile.forecast(pool.name, now / 60.0 + p.plan_lead_min) if profile else None
+        near = profile.forecast(pool.name, now / 60.0) if profile else None
         pools.append(
             PoolSnapshot(
                 name=pool.name,
@@ -185,6 +186,7 @@ def cluster_view(
                 **_longer_windows(history, pool.name, now, p, pending_now=pool.pending_gpus, watched=watched),
                 planned_demand_gpus=forecast.expected_demand if forecast else None,
                 planned_peak_gpus=forecast.expected_peak if forecast else None,
+                likely_peak_gpus=near.likely_peak if near else None,
             )
         )
     lends = where.lends if placement is not None else history.lends
@@ -192,7 +194,7 @@ def cluster_view(
     for lend in lends:
         for name in (lend.donor, lend.taker):
             last[name] = max(last.get(name, -1e18), lend.at / 60.0)
-    for at, owner in where.takebacks:  # an owner that took nodes back does not lend them again at once
+    for at, owner, _ in where.takebacks:  # an owner that took nodes back does not lend them again at once
         last[owner] = max(last.get(owner, -1e18), at / 60.0)
     return ClusterView(
         now_min=now / 60.0,
@@ -201,4 +203,5 @@ def cluster_view(
         loans=where.loans(),
         last_lend_min=last,
         recent_lends=tuple((x.at / 60.0, x.nodes) for x in lends),
+        recent_takebacks=tuple((at / 60.0, nodes) for at, _, nodes in where.takebacks),
     )

@@ -6,7 +6,8 @@ node's applied moves in the order they were applied gives its home (the pool it 
 that still stands) and where it is now; a node back home is no longer on loan. An approved or applying move
 is on its way (`in_transit`). A move away from a node's home, or onward, is a lend; lends by the rebalance
 policy that are pending, approved, applying or applied feed the cooldowns and the lend budget, so a restart
-forgets none of them; the policy's moves home (take-backs) start the owner's cooldown. Rejected, expired
+forgets none of them; the policy's moves home (take-backs) start the owner's cooldown and count against
+the move budget. Rejected, expired
 (or past `expires_at`), failed and rolled back moves count nowhere.
 """
 
@@ -58,7 +59,7 @@ class Placement:
     at: dict[str, str] = field(default_factory=dict)  # node -> pool holding it, nodes away only
     transit: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # node -> (home, from, to)
     lends: list[Lend] = field(default_factory=list)
-    takebacks: list[tuple[float, str]] = field(default_factory=list)  # (created at, owner) by the policy
+    takebacks: list[tuple[float, str, int]] = field(default_factory=list)  # (created at, owner, nodes)
 
     def loans(self) -> tuple[Loan, ...]:
         """Loans aggregated per (home, holder): held nodes, then nodes on their way."""
@@ -162,10 +163,11 @@ def place(
 
 def _count(out: Placement, at: float, homes: Sequence[tuple[str, str, str, str]]) -> None:
     """One proposal's lends (per donor and taker: nodes moved away from home or onward) and take-backs
-    (owners whose nodes came home)."""
+    (owners whose nodes came home, with how many)."""
     lent = Counter((src, dst) for _, home, src, dst in homes if dst != home)
     out.lends.extend(Lend(at, src, dst, k) for (src, dst), k in sorted(lent.items()))
-    out.takebacks.extend((at, owner) for owner in sorted({dst for _, home, _, dst in homes if dst == home}))
+    back = Counter(dst for _, home, _, dst in homes if dst == home)
+    out.takebacks.extend((at, owner, k) for owner, k in sorted(back.items()))
 
 
 __all__: Sequence[str] = ("Lend", "Placement", "StoredMove", "place", "read_moves", "stored_move")

@@ -116,7 +116,7 @@ def test_drain_delay_keeps_a_moved_node_out_of_service() -> None:
 
 JUMPY = RebalanceParams(
     persistence_min=1, min_pending_nodes=0.1, reserve_window_min=1, cooldown_min=0, min_history_min=0,
-    reserve_headroom=0.0, lend_budget_per_pool_day=1000, takeback_persistence_min=0,
+    reserve_headroom=0.0, lend_budget_per_pool_day=1000, move_budget_per_pool_day=0, takeback_persistence_min=0,
 )  # fmt: skip
 
 
@@ -188,7 +188,7 @@ def test_time_of_day_plans_serve_a_day_pool_and_a_night_pool() -> None:
     prepared = Prepared.of(trace, MODEL.gpus_per_node)
     first = 8 * 1440  # plans need 5 of the last 7 days; score the last 4
     static = run(prepared, StaticStrategy(), MODEL, first)
-    roomy = {"lend_budget_per_pool_day": 10.0}
+    roomy = {"lend_budget_per_pool_day": 10.0, "move_budget_per_pool_day": 20.0}
     with_plans = RebalanceParams.from_mapping(roomy)
     without = RebalanceParams.from_mapping({**roomy, "plan_days": 0})
     planned = summarize(run(prepared, PolicyStrategy(prepared, with_plans, MODEL), MODEL, first), static)

@@ -78,3 +78,27 @@ def test_old_days_are_forgotten() -> None:
 def test_bad_parameters_are_refused(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError):
         ProfileParams(**kwargs)  # type: ignore[arg-type]
+
+
+def test_likely_peak_is_what_most_recent_days_reached_within_the_window() -> None:
+    profile = DailyProfile(ProfileParams(days=7, min_days=5, likely_days=4, likely_window_min=60))
+    # 96 GPUs from 09:00 on 5 of 7 days; the other two stay at 16.
+    now = feed(profile, 7, lambda d, m: day_shift(d, m - 60) if d not in (0, 4) else 16)
+    before = profile.forecast("p", now + 8 * 60 + 30)
+    assert before is not None and before.likely_peak == 96  # reached within the hour on 5 >= 4 days
+    assert before.expected_demand == 16  # the 08:30 slot itself is quiet
+    early = profile.forecast("p", now + 7 * 60 + 30)
+    assert early is not None and early.likely_peak == 16  # 09:00 is more than an hour away
+    three = DailyProfile(ProfileParams(days=7, min_days=5, likely_days=4))
+    now = feed(three, 7, lambda d, m: day_shift(d, m - 60) if d in (1, 3, 5) else 16)
+    seldom = three.forecast("p", now + 8 * 60 + 30)
+    assert seldom is not None and seldom.likely_peak == 16  # seen on 3 days only
+    off = DailyProfile(ProfileParams(days=7, min_days=5))
+    now = feed(off, 7, day_shift)
+    forecast = off.forecast("p", now + 7 * 60 + 30)
+    assert forecast is not None and forecast.likely_peak == 0  # off by default
+
+
+def test_likely_days_cannot_exceed_the_agreement_needed() -> None:
+    with pytest.raises(ValueError, match="likely_days"):
+        ProfileParams(days=7, min_days=5, likely_days=6)

@@ -22,6 +22,7 @@ PARAMS = RebalanceParams(
     takeback_persistence_min=5.0,
     lend_budget_per_pool_day=10.0,
     lend_budget_window_min=1440.0,
+    move_budget_per_pool_day=20.0,
 )
 HOME = {"a": ["a1", "a2"], "b": ["b1"]}
 LENT = {"a": ["a1"], "b": ["a2", "b1"]}  # a2 (a's) lent to b
@@ -156,6 +157,9 @@ def test_a_takeback_starts_the_owners_cooldown(tmp_path: Path) -> None:
         )
         assert view.loans == ()
         assert view.last_lend_min == {"a": (T0 + 600) / 60, "b": T0 / 60}
+        # Both moves count against the move budget: the lend and the take-back.
+        assert view.recent_lends == ((T0 / 60, 1),)
+        assert view.recent_takebacks == (((T0 + 600) / 60, 1),)
 
 
 def test_history_feeds_the_time_of_day_profile_and_the_longer_windows() -> None:

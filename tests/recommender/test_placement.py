@@ -28,6 +28,7 @@ def test_applied_moves_are_followed_node_by_node(tmp_path: Path) -> None:
         where = place(read_moves(store), T0 + 120, "rebalance")
         assert where.loans() == () and where.home == {}  # back home: no longer on loan
         assert len(where.lends) == 2  # the return is a take-back, not a lend
+        assert where.takebacks == [(T0 + 120, "a", 1)]  # counted against the move budget
 
 
 def test_approved_and_applying_moves_are_in_transit(tmp_path: Path) -> None:

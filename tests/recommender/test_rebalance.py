@@ -48,9 +48,10 @@ def view(
     loans: tuple[Loan, ...] = (),
     last_lend_min: dict[str, float] | None = None,
     recent_lends: tuple[tuple[float, int], ...] = (),
+    recent_takebacks: tuple[tuple[float, int], ...] = (),
 ) -> ClusterView:
     """A view at minute 100,000."""
-    return ClusterView(100_000.0, 8, pools, loans, last_lend_min, recent_lends)
+    return ClusterView(100_000.0, 8, pools, loans, last_lend_min, recent_lends, recent_takebacks)
 
 
 POLICY = RebalancePolicy(RebalanceParams(reserve_headroom=0.0))
@@ -114,6 +115,12 @@ def test_cooldown_blocks_a_second_lend() -> None:
     assert POLICY.propose(view(*pools, last_lend_min={"busy": 100_000.0 - 61}))
 
 
+def test_cooldown_covers_the_whole_reversal_window() -> None:
+    # A move back exactly 60 minutes later counts as a reversal, so the cooldown must still hold then.
+    pools = (snap("busy", 16, 16, 20), snap("idle", 32, 8))
+    assert POLICY.propose(view(*pools, last_lend_min={"idle": 100_000.0 - 60})) == []
+
+
 def test_borrowed_idle_nodes_leave_before_the_donors_own() -> None:
     loans = (Loan("far", "idle", 1),)
     moves = POLICY.propose(
@@ -128,6 +135,47 @@ def test_lend_budget_caps_recent_lends() -> None:
     assert sum(m.nodes for m in RebalancePolicy(params).propose(view(*pools))) == 1
     spent = ((100_000.0 - 100, 1),)
     assert RebalancePolicy(params).propose(view(*pools, recent_lends=spent)) == []
+
+
+def test_move_budget_counts_takebacks_and_stops_lends_not_takebacks() -> None:
+    params = RebalanceParams(
+        reserve_headroom=0.0,
+        lend_budget_per_pool_day=10.0,
+        lend_budget_window_min=1440,
+        move_budget_per_pool_day=1.0,
+        move_budget_window_min=1440,
+    )
+    policy = RebalancePolicy(params)
+    pools = (snap("busy", 16, 16, 40), snap("idle", 64, 0))  # 2 pool-days: 2 moves a day
+    assert sum(m.nodes for m in policy.propose(view(*pools))) == 2
+    one_lend, one_back = ((100_000.0 - 100, 1),), ((100_000.0 - 50, 1),)
+    assert sum(m.nodes for m in policy.propose(view(*pools, recent_takebacks=one_back))) == 1
+    assert policy.propose(view(*pools, recent_lends=one_lend, recent_takebacks=one_back)) == []
+    old = ((100_000.0 - 1440, 1),)  # outside the window
+    assert sum(m.nodes for m in policy.propose(view(*pools, recent_lends=old, recent_takebacks=old))) == 2
+    # An owner whose demand returned takes its node back even with the budget spent.
+    owner = snap("owner", 8, 8, 16, home=16)
+    moves = policy.propose(
+        view(owner, snap("other", 24, 8), loans=(Loan("owner", "other", 1),), recent_takebacks=one_back * 2)
+    )
+    assert [(m.kind, m.nodes) for m in moves] == [(TAKEBACK, 1)]
+
+
+def test_move_budget_window_grows_with_the_time_watched() -> None:
+    params = RebalanceParams(
+        reserve_headroom=0.0,
+        lend_budget_per_pool_day=10.0,
+        lend_budget_window_min=1440,
+        move_budget_per_pool_day=1.0,
+        move_budget_window_min=4 * 1440,
+    )
+    spent = ((100_000.0 - 2000, 3),)  # 3 nodes moved 1.4 days ago
+    young = (snap("busy", 16, 16, 40, history=1440), snap("idle", 64, 0, history=1440))
+    # Watched one day: the window is the lend window (1 day, 2 moves) and the old moves fall outside it.
+    assert sum(m.nodes for m in RebalancePolicy(params).propose(view(*young, recent_lends=spent))) == 2
+    older = tuple(replace(s, history_min=3 * 1440) for s in young)
+    # Watched three days: 6 moves allowed over 3 days, 3 spent.
+    assert sum(m.nodes for m in RebalancePolicy(params).propose(view(*older, recent_lends=spent))) == 3
 
 
 def test_short_history_means_no_lending() -> None:
@@ -173,6 +221,15 @@ def planned(pool: PoolSnapshot, demand: int, peak: int) -> PoolSnapshot:
     return replace(
         pool, planned_demand_gpus=demand, planned_peak_gpus=peak, demand_recent_peak_gpus=pool.demand_gpus
     )
+
+
+def test_a_donor_keeps_what_it_usually_reaches_within_the_hour() -> None:
+    policy = RebalancePolicy(RebalanceParams(reserve_headroom=0.0, lend_budget_per_pool_day=10.0))
+    busy = snap("busy", 16, 16, 40)
+    quiet = snap("donor", 64, 0)  # quiet for 12 hours: 8 idle nodes, a reserve of 0
+    assert sum(m.nodes for m in policy.propose(view(busy, quiet))) == 5
+    rising = replace(quiet, likely_peak_gpus=40)  # but on most recent days it reached 40 within the hour
+    assert sum(m.nodes for m in policy.propose(view(busy, rising))) == 3
 
 
 def test_a_time_of_day_plan_borrows_before_anything_is_pending() -> None:
