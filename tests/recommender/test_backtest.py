@@ -116,7 +116,8 @@ def test_drain_delay_keeps_a_moved_node_out_of_service() -> None:
 
 JUMPY = RebalanceParams(
     persistence_min=1, min_pending_nodes=0.1, reserve_window_min=1, cooldown_min=0, min_history_min=0,
-    reserve_headroom=0.0, lend_budget_per_pool_day=1000, move_budget_per_pool_day=0, takeback_persistence_min=0,
+    reserve_headroom=0.0, lend_budget_per_pool_day=1000, move_budget_per_pool_day=0,
+    takeback_persistence_min=0,
 )  # fmt: skip
 
 
