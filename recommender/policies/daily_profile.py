@@ -85,10 +85,7 @@ class DailyProfile:
         self._first.setdefault(pool, slot)
         low, high = slots.get(slot, (demand, demand))
         slots[slot] = (min(low, demand), max(high, demand))
-        keep = (
-            self.params.days * self._per_day + math.ceil(self.params.horizon_min / self.params.slot_min) + 1
-        )
-        stale = slot - keep
+        stale = slot - self._keep
         if stale in slots:
             del slots[stale]
 

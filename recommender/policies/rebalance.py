@@ -389,7 +389,6 @@ class RebalancePolicy:
 
     def _lends(self, view: ClusterView, ledger: _Ledger) -> list[Move]:
         p, g = self.params, view.gpus_per_node
-        budget = self.lend_budget(view)
         threshold = p.min_pending_nodes * g
         persistent = {s.name: self._persistent_pending(s, threshold, g) for s in view.pools}
         planned = {s.name: self._planned_shortfall(s, g * ledger.incoming[s.name]) for s in view.pools}
@@ -403,7 +402,10 @@ class RebalancePolicy:
             and ledger.away[s.name] == 0
             and not self._cooling(view, s.name)
         ]
+        if not borrowers:
+            return []
         borrowers.sort(key=lambda s: (-max(s.pending_min_gpus, planned[s.name]), s.name))
+        budget = self.lend_budget(view)
         receivers: set[str] = set()
         moves: list[Move] = []
         for borrower in borrowers:
