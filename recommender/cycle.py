@@ -199,7 +199,7 @@ class Recommender:
 
 
 _QUERIES = {
-    "pending_gpus_min": 'min_over_time(pool:ibpool_pool_pending_gpus:sum{{pool="{to}"}}[{w}])',
+    "pending_gpus_lasting": 'quantile_over_time({q}, pool:ibpool_pool_pending_gpus:sum{{pool="{to}"}}[{w}])',
     "donor_spare_nodes": 'pool idle whole nodes above the reserve (max_over_time demand[{w}]) of "{frm}"',
     "free_gpus": 'ibpool_pool_capacity_gpus{{pool="{home}"}} - allocated - pending',
     "pending_gpus_chronic_min": 'min_over_time(pool:ibpool_pool_pending_gpus:sum{{pool="{to}"}}[{w}])',
@@ -307,7 +307,8 @@ def _group_proposal(
         )
         for pool in order
     )
-    evidence = tuple(_evidence(move, e) for move, _ in group for e in move.evidence)
+    q = policy.params.persistence_quantile
+    evidence = tuple(_evidence(move, e, q) for move, _ in group for e in move.evidence)
     effect = "; ".join(
         f"{move.kind}: {move.nodes} node(s) ({', '.join(chosen)}) of {move.home_pool} "
         f"from {move.from_pool} to {move.to_pool}: {move.reason}"
@@ -324,11 +325,12 @@ def _group_proposal(
     )
 
 
-def _evidence(move: Move, e: PolicyEvidence) -> Evidence:
-    """A policy's evidence as the proposal's: the query it stands for, the window, value and threshold."""
+def _evidence(move: Move, e: PolicyEvidence, quantile: float) -> Evidence:
+    """A policy's evidence as the proposal's: the query it stands for, the window, value and threshold
+    (`quantile`: the policy's persistence quantile)."""
     window = f"{max(1, round(e.window_min))}m"
     query = _QUERIES.get(e.signal, e.signal).format(
-        to=move.to_pool, frm=move.from_pool, home=move.home_pool, w=window
+        to=move.to_pool, frm=move.from_pool, home=move.home_pool, w=window, q=f"{quantile:g}"
     )
     return Evidence(query, window, e.value, e.threshold)
 

@@ -19,20 +19,16 @@ Definitions (all over the evaluation window):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from recommender.backtest.engine import RunResult
+from recommender.quantiles import nearest_rank
 
 
 def percentile(values: Sequence[int], q: float) -> float:
     """Nearest-rank percentile (0 for no values)."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    rank = max(1, math.ceil(q * len(ordered)))
-    return float(ordered[rank - 1])
+    return float(nearest_rank(values, q)) if values else 0.0
 
 
 def _ratio(part: float, whole: float, empty: float = 1.0) -> float:

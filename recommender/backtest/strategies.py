@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from recommender.backtest.engine import Observation, Prepared
 from recommender.backtest.model import CapacityModel, ModelParams, NodeMove
-from recommender.backtest.windows import SlidingMin, trailing_max
+from recommender.backtest.windows import SlidingMin, SlidingQuantile, trailing_max
 from recommender.policies.daily_profile import DailyProfile
 from recommender.policies.rebalance import (
     LEND,
@@ -52,7 +52,9 @@ class PolicyStrategy:
         recent = window_steps(params.plan_recent_peak_min, self.dt)
         self.recent_peak = [trailing_max(series, recent) for series in prepared.demand]
         persistence = window_steps(params.persistence_min, self.dt)
-        self.pending_min = [SlidingMin(persistence) for _ in self.names]
+        q = params.persistence_quantile
+        lasting = (lambda: SlidingQuantile(persistence, q)) if q else (lambda: SlidingMin(persistence))
+        self.pending_lasting = [lasting() for _ in self.names]
         takeback = window_steps(params.takeback_persistence_min, self.dt)
         self.pending_recent_min = [SlidingMin(takeback) for _ in self.names]
         chronic = window_steps(params.chronic_pending_min, self.dt) if params.chronic_pending_min else 0
@@ -100,7 +102,7 @@ class PolicyStrategy:
                     allocated_gpus=a,
                     pending_gpus=unmet,
                     idle_nodes=min((k - a) // g, movable[p]),
-                    pending_min_gpus=self.pending_min[p].push(unmet),
+                    pending_lasting_gpus=self.pending_lasting[p].push(unmet),
                     demand_peak_gpus=self.peak[p][step],
                     history_min=(step + 1) * self.dt,
                     pending_recent_min_gpus=self.pending_recent_min[p].push(unmet),

@@ -1,9 +1,12 @@
-"""Sliding-window minima and maxima over step series (monotonic deques, O(1) amortised per step)."""
+"""Sliding-window minima and maxima (monotonic deques, O(1) amortised per step) and quantiles over series."""
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections import deque
 from collections.abc import Sequence
+
+from recommender.quantiles import rank_of
 
 
 def trailing_max(values: Sequence[int], width: int) -> list[int]:
@@ -54,3 +57,24 @@ class SlidingMin:
             window.popleft()
         self._count = t + 1
         return window[0][1]
+
+
+class SlidingQuantile:
+    """Nearest-rank `q`-quantile of the last `width` values pushed (the window clipped at the start);
+    O(width) per push, for the short persistence windows."""
+
+    __slots__ = ("_fifo", "_sorted", "q", "width")
+
+    def __init__(self, width: int, q: float) -> None:
+        self.width = max(1, width)
+        self.q = q
+        self._fifo: deque[int] = deque()
+        self._sorted: list[int] = []
+
+    def push(self, value: int) -> int:
+        """Add a value; return the quantile of the window that ends with it."""
+        self._fifo.append(value)
+        insort(self._sorted, value)
+        if len(self._fifo) > self.width:
+            del self._sorted[bisect_left(self._sorted, self._fifo.popleft())]
+        return self._sorted[rank_of(self.q, len(self._sorted)) - 1]

@@ -2,7 +2,8 @@
 
 Pure logic over per-pool snapshots (no I/O, no clock): the backtest and the live recommender build a
 `ClusterView` from their signals and call `RebalancePolicy.propose`. Window aggregates in a snapshot map
-to PromQL (`min_over_time(pending[60m])`, `max_over_time((allocated + pending)[12h])`).
+to PromQL (`quantile_over_time(0.2, pending[60m])`, taken at nearest rank here;
+`max_over_time((allocated + pending)[12h])`).
 
 Rules, in order:
 1. Take-back (sharing safety first): a pool whose own nodes are lent and whose free capacity
@@ -10,13 +11,15 @@ Rules, in order:
    with idle nodes first. Only waiting that lasted `takeback_persistence_min` (a few minutes, well under
    the drain delay) counts, so a spike that ends before a recalled node could arrive costs no move. No
    cooldown, no budget.
-2. Lend: a pool whose pending GPUs stayed at or above `min_pending_nodes` nodes for the whole
-   persistence window (and still do) gets `ceil(min(pending now, pending min) / node)` nodes, less those
-   on their way, from donors whose idle whole nodes exceed a reserve: their peak demand over the reserve
+2. Lend: a pool whose pending GPUs stayed at or above `min_pending_nodes` nodes over the persistence
+   window (its `persistence_quantile`-quantile there, 0.2: in 80% of the window's minutes; 0: all of
+   them) and still do gets `ceil(min(pending now, pending lasting) / node)` nodes, less those on their
+   way, from donors whose idle whole nodes exceed a reserve: their peak demand over the reserve
    window plus a headroom share of their own capacity. A pool with own nodes lent out never borrows (it
-   takes back); a donor gives borrowed nodes before its own; each pool waits a cooldown between lends;
-   lends over a trailing window stay within a budget per pool-day (take-backs at most match lends, so
-   moves stay within twice that budget).
+   takes back); a donor gives borrowed nodes before its own; a pool that moved nodes (lent, borrowed,
+   took back) lends nothing for a cooldown, while a pool still waiting may borrow more at once
+   (`borrow_cooldown_min`, 0); lends over a trailing week and all moves (take-backs included) over the
+   time watched (up to 30 days) stay within budgets per pool-day; take-backs are never refused.
 3. Time-of-day plans (when `plan_days` > 0 and the caller fills the planned fields from a
    `DailyProfile`): a pool whose demand at this time of day exceeded its capacity on most recent days
    borrows `plan_lead_min` ahead of it and takes its own nodes back ahead of its own shift; a donor whose
@@ -32,6 +35,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from recommender.policies.daily_profile import ProfileParams
+from recommender.quantiles import nearest_rank
 
 LEND = "lend"
 TAKEBACK = "takeback"
@@ -46,11 +50,13 @@ class RebalanceParams:
     """Tunables; durations in minutes, shares relative to a pool's own capacity or to one node."""
 
     persistence_min: float = 60.0
+    persistence_quantile: float = 0.2
     min_pending_nodes: float = 1.0
     reserve_window_min: float = 720.0
     reserve_headroom: float = 0.25
     takeback_headroom: float = 0.0
     cooldown_min: float = 60.0
+    borrow_cooldown_min: float = 0.0
     min_history_min: float = 120.0
     max_nodes_per_move: int = 8
     lend_budget_per_pool_day: float = 0.4
@@ -74,6 +80,8 @@ class RebalanceParams:
             errors.append("max_nodes_per_move must be >= 1")
         if self.persistence_min <= 0:
             errors.append("persistence_min must be > 0")
+        if self.persistence_quantile >= 1:
+            errors.append("persistence_quantile must be < 1")
         if self.plan_days:
             try:
                 self.profile_params()
@@ -114,6 +122,8 @@ class RebalanceParams:
 class PoolSnapshot:
     """One pool now, plus window aggregates of its recent history (GPUs unless noted).
 
+    `pending_lasting_gpus` is the `persistence_quantile`-quantile of pending over the persistence window
+    (nearest rank; the minimum when that is 0): the waiting that lasted.
     `pending_recent_min_gpus` is the minimum of pending over the take-back persistence window; None (a
     caller that does not track it) means "pending now", i.e. an immediate take-back.
     `pending_chronic_min_gpus` is the minimum of pending over `chronic_pending_min` (None: not tracked).
@@ -132,7 +142,7 @@ class PoolSnapshot:
     allocated_gpus: int
     pending_gpus: int
     idle_nodes: int
-    pending_min_gpus: int
+    pending_lasting_gpus: int
     demand_peak_gpus: int
     history_min: float
     pending_recent_min_gpus: int | None = None
@@ -174,7 +184,7 @@ class PoolSnapshot:
             allocated_gpus=allocated[-1],
             pending_gpus=pending[-1],
             idle_nodes=idle_nodes,
-            pending_min_gpus=min(pending[-recent:]),
+            pending_lasting_gpus=nearest_rank(pending[-recent:], params.persistence_quantile),
             demand_peak_gpus=max(demand),
             history_min=len(allocated) * step_min,
             pending_recent_min_gpus=min(pending[-takeback:]),
@@ -217,7 +227,9 @@ class Move:
 @dataclass(frozen=True, slots=True)
 class ClusterView:
     """Everything the policy reads: pools, where lent nodes are, recent lends (time, nodes) for cooldowns
-    and the lend budget."""
+    and the lend budget. `promised`: nodes that lends proposed but not yet approved would bring to each
+    pool (live only), counted as on their way when that pool asks to borrow, so a waiting pool is not
+    offered more nodes while an operator decides."""
 
     now_min: float
     gpus_per_node: int
@@ -226,6 +238,7 @@ class ClusterView:
     last_lend_min: Mapping[str, float] | None = None
     recent_lends: tuple[tuple[float, int], ...] = ()
     recent_takebacks: tuple[tuple[float, int], ...] = ()
+    promised: Mapping[str, int] | None = None
 
 
 @dataclass
@@ -314,9 +327,12 @@ class RebalancePolicy:
                 moves.append(Move(TAKEBACK, loan.holder, home, home, take, reason, evidence))
         return moves
 
-    def _cooling(self, view: ClusterView, pool: str) -> bool:
+    def _cooling(self, view: ClusterView, pool: str, window_min: float | None = None) -> bool:
+        """Whether the pool moved nodes within the cooldown (inclusive: a move back exactly
+        `cooldown_min` later would still count as a reversal)."""
         last = (view.last_lend_min or {}).get(pool)
-        return last is not None and view.now_min - last <= self.params.cooldown_min
+        window = self.params.cooldown_min if window_min is None else window_min
+        return last is not None and view.now_min - last <= window
 
     def _spare_nodes(self, view: ClusterView, pool: PoolSnapshot, ledger: _Ledger, *, planned: bool) -> int:
         """Idle whole nodes above the pool's reserve (0 while its history is too short).
@@ -342,7 +358,7 @@ class RebalancePolicy:
     def _persistent_pending(self, pool: PoolSnapshot, threshold: float, g: int) -> int:
         """Pending that lasted the persistence window; a pool that has waited for less than a node
         over the (longer) chronic window counts as waiting for one node."""
-        persistent = min(pool.pending_gpus, pool.pending_min_gpus)
+        persistent = min(pool.pending_gpus, pool.pending_lasting_gpus)
         chronic = pool.pending_chronic_min_gpus
         window = self.params.chronic_pending_min
         if persistent < threshold and chronic and window and pool.history_min >= window:
@@ -391,7 +407,9 @@ class RebalancePolicy:
         p, g = self.params, view.gpus_per_node
         threshold = p.min_pending_nodes * g
         persistent = {s.name: self._persistent_pending(s, threshold, g) for s in view.pools}
-        planned = {s.name: self._planned_shortfall(s, g * ledger.incoming[s.name]) for s in view.pools}
+        promised = view.promised or {}
+        coming = {s.name: ledger.incoming[s.name] + promised.get(s.name, 0) for s in view.pools}
+        planned = {s.name: self._planned_shortfall(s, g * coming[s.name]) for s in view.pools}
         borrowers = [
             s
             for s in view.pools
@@ -400,27 +418,27 @@ class RebalancePolicy:
                 or planned[s.name] >= g
             )
             and ledger.away[s.name] == 0
-            and not self._cooling(view, s.name)
+            and not self._cooling(view, s.name, p.borrow_cooldown_min)
         ]
         if not borrowers:
             return []
-        borrowers.sort(key=lambda s: (-max(s.pending_min_gpus, planned[s.name]), s.name))
+        borrowers.sort(key=lambda s: (-max(s.pending_lasting_gpus, planned[s.name]), s.name))
         budget = self.lend_budget(view)
         receivers: set[str] = set()
         moves: list[Move] = []
         for borrower in borrowers:
-            want_now = math.ceil(persistent[borrower.name] / g) - ledger.incoming[borrower.name]
+            want_now = math.ceil(persistent[borrower.name] / g) - coming[borrower.name]
             want_planned = planned[borrower.name] // g
             want = min(max(want_now, want_planned), p.max_nodes_per_move, budget)
             on_plan = want_planned > want_now
             if on_plan:
                 cause = Evidence("planned_demand_gpus", self._plan_window(), float(planned[borrower.name]), g)
-            elif min(borrower.pending_gpus, borrower.pending_min_gpus) < persistent[borrower.name]:
+            elif min(borrower.pending_gpus, borrower.pending_lasting_gpus) < persistent[borrower.name]:
                 chronic = float(borrower.pending_chronic_min_gpus or 0)
                 cause = Evidence("pending_gpus_chronic_min", p.chronic_pending_min, chronic, 1.0)
             else:
                 cause = Evidence(
-                    "pending_gpus_min", p.persistence_min, float(persistent[borrower.name]), threshold
+                    "pending_gpus_lasting", p.persistence_min, float(persistent[borrower.name]), threshold
                 )
             receivers.add(borrower.name)
             spare = {

@@ -1,8 +1,9 @@
 """Per-pool history kept across cycles, and the rebalance policy's `ClusterView` built from Signals.
 
-The windows of a `PoolSnapshot` (pending minimum over the persistence and take-back persistence windows,
-demand peak over the reserve window) are computed here from the snapshots seen so far, as PromQL's
-`min_over_time`/`max_over_time` would (a window of W minutes holds the samples of the last W minutes, the
+The windows of a `PoolSnapshot` (pending quantile over the persistence window, minimum over the
+take-back persistence window, demand peak over the reserve window) are computed here from the snapshots
+seen so far, as PromQL's `quantile_over_time` (at nearest rank), `min_over_time` and `max_over_time`
+would (a window of W minutes holds the samples of the last W minutes, the
 one W minutes old excluded, like the backtest's W one-minute steps); `history_min` is how long this
 recommender has watched (plus the newest sample's interval); until it covers the take-back window, no
 waiting counts as lasting (`pending_recent_min_gpus` is 0). Loans, home partitions and recent lends come
@@ -18,6 +19,7 @@ from typing import Any
 
 from recommender.policies.daily_profile import DailyProfile, ProfileParams
 from recommender.policies.rebalance import ClusterView, PoolSnapshot, RebalanceParams, RebalancePolicy
+from recommender.quantiles import nearest_rank
 from recommender.signals.model import Signals
 from recommender.signals.placement import Lend, Placement
 
@@ -116,9 +118,12 @@ class _FedProfile:
     until: dict[str, float]
 
 
-def _pending_min(history: PoolHistory, pool: str, now: float, minutes: float, pending_now: int) -> int:
-    """min_over_time(pending[minutes]), the sample of now included."""
-    return min((s[1] for s in history.window(pool, now, minutes * 60.0)), default=pending_now)
+def _pending_min(
+    history: PoolHistory, pool: str, now: float, minutes: float, pending_now: int, *, q: float = 0.0
+) -> int:
+    """The nearest-rank `q`-quantile of pending over the last `minutes` (0: min_over_time), now included."""
+    window = [s[1] for s in history.window(pool, now, minutes * 60.0)]
+    return nearest_rank(window, q) if window else pending_now
 
 
 def _longer_windows(
@@ -175,7 +180,9 @@ def cluster_view(
                 allocated_gpus=pool.allocated_gpus,
                 pending_gpus=pool.pending_gpus,
                 idle_nodes=max(0, pool.idle_nodes - idle_leaving[pool.name]),
-                pending_min_gpus=_pending_min(history, pool.name, now, p.persistence_min, pool.pending_gpus),
+                pending_lasting_gpus=_pending_min(
+                    history, pool.name, now, p.persistence_min, pool.pending_gpus, q=p.persistence_quantile
+                ),
                 demand_peak_gpus=max((s[2] for s in long), default=pool.allocated_gpus + pool.pending_gpus),
                 history_min=watched,
                 pending_recent_min_gpus=(
@@ -204,4 +211,5 @@ def cluster_view(
         last_lend_min=last,
         recent_lends=tuple((x.at / 60.0, x.nodes) for x in lends),
         recent_takebacks=tuple((at / 60.0, nodes) for at, _, nodes in where.takebacks),
+        promised=dict(where.promised),
     )

@@ -6,9 +6,10 @@ node's applied moves in the order they were applied gives its home (the pool it 
 that still stands) and where it is now; a node back home is no longer on loan. An approved or applying move
 is on its way (`in_transit`). A move away from a node's home, or onward, is a lend; lends by the rebalance
 policy that are pending, approved, applying or applied feed the cooldowns and the lend budget, so a restart
-forgets none of them; the policy's moves home (take-backs) start the owner's cooldown and count against
-the move budget. Rejected, expired
-(or past `expires_at`), failed and rolled back moves count nowhere.
+forgets none of them, and a pending one's nodes are `promised` to its taker (so a pool still waiting for
+an operator's approval is not offered them again); the policy's moves home (take-backs) start the owner's
+cooldown and count against the move budget. Rejected, expired (or past `expires_at`), failed and rolled
+back moves count nowhere.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class Placement:
     transit: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # node -> (home, from, to)
     lends: list[Lend] = field(default_factory=list)
     takebacks: list[tuple[float, str, int]] = field(default_factory=list)  # (created at, owner, nodes)
+    promised: Counter[str] = field(default_factory=Counter)  # pool -> nodes pending lends would bring
 
     def loans(self) -> tuple[Loan, ...]:
         """Loans aggregated per (home, holder): held nodes, then nodes on their way."""
@@ -154,6 +156,8 @@ def place(
         if move.state in IN_TRANSIT:
             for node, home, src, dst in homes:
                 out.transit[node] = (home, src, dst)
+        elif move.policy == policy:  # pending: not moving yet, but the taker is not to be offered more
+            out.promised.update(dst for _, home, _, dst in homes if dst != home)
         if move.policy == policy:
             _count(out, move.created_at, homes)
     out.lends.sort(key=lambda x: x.at)

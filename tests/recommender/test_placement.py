@@ -40,6 +40,7 @@ def test_approved_and_applying_moves_are_in_transit(tmp_path: Path) -> None:
         assert where.loans() == (Loan("a", "b", 1, in_transit=True), Loan("c", "b", 1, in_transit=True))
         assert set(where.transit) == {"a2", "c1"}
         assert len(where.lends) == 3  # pending, approved and applying lends all count
+        assert where.promised == {"c": 1}  # the pending lend's node is promised to its taker
 
 
 def test_rejected_expired_and_other_policies_do_not_count_as_lends(tmp_path: Path) -> None:

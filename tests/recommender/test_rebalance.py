@@ -24,7 +24,7 @@ def snap(
     allocated: int,
     pending: int = 0,
     *,
-    pending_min: int | None = None,
+    lasting: int | None = None,
     peak: int | None = None,
     home: int | None = None,
     history: float = 10_000.0,
@@ -37,7 +37,7 @@ def snap(
         allocated_gpus=allocated,
         pending_gpus=pending,
         idle_nodes=(capacity - allocated) // 8,
-        pending_min_gpus=pending if pending_min is None else pending_min,
+        pending_lasting_gpus=pending if lasting is None else lasting,
         demand_peak_gpus=allocated + pending if peak is None else peak,
         history_min=history,
     )
@@ -62,11 +62,11 @@ def test_lends_idle_nodes_for_persistent_pending() -> None:
     assert [(m.kind, m.from_pool, m.to_pool, m.home_pool, m.nodes) for m in moves] == [
         (LEND, "idle", "busy", "idle", 3)
     ]
-    assert {e.signal for e in moves[0].evidence} == {"pending_gpus_min", "donor_spare_nodes"}
+    assert {e.signal for e in moves[0].evidence} == {"pending_gpus_lasting", "donor_spare_nodes"}
 
 
 def test_no_lend_when_pending_did_not_persist() -> None:
-    assert POLICY.propose(view(snap("busy", 16, 16, 20, pending_min=0), snap("idle", 32, 8))) == []
+    assert POLICY.propose(view(snap("busy", 16, 16, 20, lasting=0), snap("idle", 32, 8))) == []
 
 
 def test_donor_keeps_its_recent_peak_and_headroom() -> None:
@@ -109,16 +109,31 @@ def test_pool_with_lent_nodes_takes_back_instead_of_borrowing() -> None:
     assert [m.kind for m in moves] == [TAKEBACK]
 
 
-def test_cooldown_blocks_a_second_lend() -> None:
+def test_cooldown_stops_a_pool_that_just_moved_nodes_from_lending() -> None:
     pools = (snap("busy", 16, 16, 20), snap("idle", 32, 8))
-    assert POLICY.propose(view(*pools, last_lend_min={"busy": 100_000.0 - 10})) == []
-    assert POLICY.propose(view(*pools, last_lend_min={"busy": 100_000.0 - 61}))
+    assert POLICY.propose(view(*pools, last_lend_min={"idle": 100_000.0 - 10})) == []
+    assert POLICY.propose(view(*pools, last_lend_min={"idle": 100_000.0 - 61}))
+
+
+def test_a_pool_still_waiting_may_borrow_again_at_once() -> None:
+    pools = (snap("busy", 16, 16, 20), snap("idle", 32, 8))
+    assert POLICY.propose(view(*pools, last_lend_min={"busy": 100_000.0 - 10}))
+    patient = RebalancePolicy(RebalanceParams(reserve_headroom=0.0, borrow_cooldown_min=60.0))
+    assert patient.propose(view(*pools, last_lend_min={"busy": 100_000.0 - 10})) == []
 
 
 def test_cooldown_covers_the_whole_reversal_window() -> None:
     # A move back exactly 60 minutes later counts as a reversal, so the cooldown must still hold then.
     pools = (snap("busy", 16, 16, 20), snap("idle", 32, 8))
     assert POLICY.propose(view(*pools, last_lend_min={"idle": 100_000.0 - 60})) == []
+
+
+def test_nodes_promised_by_a_pending_lend_are_not_offered_again() -> None:
+    pools = (snap("busy", 16, 16, 20), snap("idle", 64, 0))
+    asked = sum(m.nodes for m in POLICY.propose(view(*pools)))
+    assert asked == 3  # ceil(20 / 8)
+    promised = replace(view(*pools), promised={"busy": 2})
+    assert [(m.to_pool, m.nodes) for m in POLICY.propose(promised)] == [("busy", 1)]
 
 
 def test_borrowed_idle_nodes_leave_before_the_donors_own() -> None:
@@ -199,7 +214,7 @@ def test_snapshot_from_raw_history_matches_the_window_aggregates() -> None:
         allocated=[30, 8, 8, 8, 16, 16], pending=[0, 9, 4, 6, 5, 7], step_min=1.0, params=params,
     )  # fmt: skip
     assert (pool.allocated_gpus, pool.pending_gpus) == (16, 7)
-    assert pool.pending_min_gpus == 5  # min of the last 3 minutes
+    assert pool.pending_lasting_gpus == 5  # 0.2-quantile of the last 3 minutes at nearest rank: their min
     assert pool.demand_peak_gpus == 23  # max of allocated + pending over the last 4 minutes
     assert pool.history_min == 6.0
     assert pool.pending_recent_min_gpus == 5  # min of the last 2 minutes
@@ -214,6 +229,26 @@ def test_snapshot_from_raw_history_matches_the_window_aggregates() -> None:
             step_min=1.0,
             params=params,
         )
+
+
+def test_lasting_pending_forgives_a_brief_dip_but_not_a_flicker() -> None:
+    params = RebalanceParams(persistence_min=10)
+
+    def lasting(pending: list[int]) -> int:
+        return PoolSnapshot.from_history(
+            "a", home_gpus=16, capacity_gpus=16, idle_nodes=0, allocated=[16] * len(pending),
+            pending=pending, step_min=1.0, params=params,
+        ).pending_lasting_gpus  # fmt: skip
+
+    assert lasting([16, 16, 0, 16, 16, 16, 16, 16, 16, 16]) == 16  # one minute at 0 in ten: still lasting
+    assert lasting([16, 0, 16, 16, 0, 16, 16, 16, 16, 16]) == 0  # 2 of 10 minutes at 0: not in 80% of them
+    strict = replace(params, persistence_quantile=0.0)
+    assert PoolSnapshot.from_history(
+        "a", home_gpus=16, capacity_gpus=16, idle_nodes=0, allocated=[16] * 10,
+        pending=[16, 16, 0, 16, 16, 16, 16, 16, 16, 16], step_min=1.0, params=strict,
+    ).pending_lasting_gpus == 0  # fmt: skip
+    with pytest.raises(RebalanceParamsError, match="persistence_quantile"):
+        RebalanceParams(persistence_quantile=1.0)
 
 
 def planned(pool: PoolSnapshot, demand: int, peak: int) -> PoolSnapshot:
@@ -258,7 +293,7 @@ def test_a_donor_quiet_at_this_hour_on_every_recent_day_lends_below_its_trailing
     quiet = planned(donor, demand=0, peak=0)
     moves = POLICY.propose(view(busy, quiet))
     assert [(m.kind, m.from_pool, m.nodes) for m in moves] == [(LEND, "donor", 2)]
-    assert moves[0].evidence[0].signal == "pending_gpus_min"
+    assert moves[0].evidence[0].signal == "pending_gpus_lasting"
     # ... but not when it was busy in the last few hours,
     assert POLICY.propose(view(busy, replace(quiet, demand_recent_peak_gpus=32))) == []
     # nor while it is cooling down (the caller starts a cooldown after a take-back too).
