@@ -17,9 +17,10 @@ Rules, in order:
    way, from donors whose idle whole nodes exceed a reserve: their peak demand over the reserve
    window plus a headroom share of their own capacity. A pool with own nodes lent out never borrows (it
    takes back); a donor gives borrowed nodes before its own; a pool that moved nodes (lent, borrowed,
-   took back) lends nothing for a cooldown, while a pool still waiting may borrow more at once
-   (`borrow_cooldown_min`, 0); lends over a trailing week and all moves (take-backs included) over the
-   time watched (up to 30 days) stay within budgets per pool-day; take-backs are never refused.
+   took back) lends nothing for a cooldown, while a pool still waiting may borrow more once the nodes it
+   got have arrived and had a few minutes to take load (`borrow_cooldown_min`, 15); lends over a
+   trailing week and all moves (take-backs included) over the time watched (up to 30 days) stay within
+   budgets per pool-day; take-backs are never refused.
 3. Time-of-day plans (when `plan_days` > 0 and the caller fills the planned fields from a
    `DailyProfile`): a pool whose demand at this time of day exceeded its capacity on most recent days
    borrows `plan_lead_min` ahead of it and takes its own nodes back ahead of its own shift; a donor whose
@@ -56,7 +57,7 @@ class RebalanceParams:
     reserve_headroom: float = 0.25
     takeback_headroom: float = 0.0
     cooldown_min: float = 60.0
-    borrow_cooldown_min: float = 0.0
+    borrow_cooldown_min: float = 15.0
     min_history_min: float = 120.0
     max_nodes_per_move: int = 8
     lend_budget_per_pool_day: float = 0.4

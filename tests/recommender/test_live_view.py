@@ -223,3 +223,17 @@ def test_moves_that_share_a_pool_go_into_one_proposal(tmp_path: Path) -> None:
             ("donor", "y", 2),
         ]
         assert sorted(set(where.at.values())) == ["x", "y"] and set(where.home.values()) == {"donor"}
+
+
+def test_a_pool_waiting_for_an_approval_is_not_offered_more_nodes(tmp_path: Path) -> None:
+    """After the borrower's cooldown the lend is still pending: its nodes are promised, so no other
+    donor is asked for the same need (only the proposal's own donor was cooling)."""
+    members = {"x": ["x1"], "donor": ["d1", "d2", "d3"], "other": ["o1", "o2", "o3"]}
+    with Store(tmp_path / "p.db") as store:
+        r = rec(store, replace(PARAMS, reserve_headroom=0.0))
+        for minute in (0, 1, 2, 30, 31):
+            cycle(r, T0 + 60 * minute, members, busy=("x1",), pending={"x": 8})
+        pending = store.list_proposals(PENDING)
+        assert len(pending) == 1
+        where = place(read_moves(store), T0 + 31 * 60, "rebalance")
+        assert where.promised == {"x": 1}

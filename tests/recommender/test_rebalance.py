@@ -115,11 +115,12 @@ def test_cooldown_stops_a_pool_that_just_moved_nodes_from_lending() -> None:
     assert POLICY.propose(view(*pools, last_lend_min={"idle": 100_000.0 - 61}))
 
 
-def test_a_pool_still_waiting_may_borrow_again_at_once() -> None:
+def test_a_pool_still_waiting_may_borrow_again_once_its_nodes_have_landed() -> None:
     pools = (snap("busy", 16, 16, 20), snap("idle", 32, 8))
-    assert POLICY.propose(view(*pools, last_lend_min={"busy": 100_000.0 - 10}))
+    assert POLICY.propose(view(*pools, last_lend_min={"busy": 100_000.0 - 10})) == []  # drain + 4 min
+    assert POLICY.propose(view(*pools, last_lend_min={"busy": 100_000.0 - 16}))
     patient = RebalancePolicy(RebalanceParams(reserve_headroom=0.0, borrow_cooldown_min=60.0))
-    assert patient.propose(view(*pools, last_lend_min={"busy": 100_000.0 - 10})) == []
+    assert patient.propose(view(*pools, last_lend_min={"busy": 100_000.0 - 16})) == []
 
 
 def test_cooldown_covers_the_whole_reversal_window() -> None:
