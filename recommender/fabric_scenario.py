@@ -3,7 +3,8 @@
 In the simulated cluster (`scenarios.shared_uplink_spec`, one `chatty` job per pool) it measures the `hi`
 job's iteration time alone, shared with the default weights, and shared after applying the quota policy's
 recommended weights: the simulated cluster server runs in-process at real time, the embedded source scrapes
-it, and each proposal's tables are applied with `model.set_vl_weights` until the policy stops proposing.
+it, and each proposal's tables are applied with `model.set_vl_weights` until the policy has proposed
+nothing for two cycles in a row.
 Targets: `hi` within 10 % of its time alone; `lo` keeps at least the policy's minimum share of the link.
 """
 
@@ -81,9 +82,15 @@ def _model(pools: tuple[str, ...]) -> ClusterModel:
 
 
 def recommend_weights(
-    model: ClusterModel, params: QuotaParams, window_seconds: float = 3.0, max_cycles: int = 8
+    model: ClusterModel,
+    params: QuotaParams,
+    window_seconds: float = 3.0,
+    max_cycles: int = 8,
+    quiet_cycles: int = 2,
 ) -> tuple[int, list[str]]:
-    """Run cycles against `model` served in-process; apply every weight proposal; (cycles, proposals)."""
+    """Run cycles against `model` served in-process; apply every weight proposal until `quiet_cycles`
+    cycles in a row propose none (one quiet cycle can be a noisy scrape window, as a live recommender
+    would see at its next cycle); (cycles, proposals)."""
     applied: list[str] = []
     with tempfile.TemporaryDirectory(prefix="ibpool-fabric-scenario-") as work:
         settings = ServerSettings(listen_address="127.0.0.1:0", speed=1.0, workdir=Path(work))
@@ -93,11 +100,13 @@ def recommend_weights(
             url = f"http://127.0.0.1:{server.port}/targets"
             source = EmbeddedSource(EmbeddedSettings(url, window_seconds=window_seconds))
             policy, state = QuotaPolicy(params), QuotaState()
+            quiet = 0
             for cycle in range(1, max_cycles + 1):
                 decision = policy.propose(source.fetch(), state)
                 state = decision.state
                 weights = [p for p in decision.proposals if p.kind == "set_vl_weights"]
-                if not weights:
+                quiet = 0 if weights else quiet + 1
+                if quiet >= quiet_cycles:
                     return cycle, applied
                 for proposal in weights:
                     tables = {c.target: c.after for c in proposal.changes}
