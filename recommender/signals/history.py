@@ -118,7 +118,7 @@ class _FedProfile:
     until: dict[str, float]
 
 
-def _pending_min(
+def _pending_quantile(
     history: PoolHistory, pool: str, now: float, minutes: float, pending_now: int, *, q: float = 0.0
 ) -> int:
     """The nearest-rank `q`-quantile of pending over the last `minutes` (0: min_over_time), now included."""
@@ -133,7 +133,7 @@ def _longer_windows(
     `plan_recent_peak_min`."""
     chronic = None
     if p.chronic_pending_min and watched + 1e-9 >= p.chronic_pending_min:
-        chronic = _pending_min(history, pool, now, p.chronic_pending_min, pending_now)
+        chronic = _pending_quantile(history, pool, now, p.chronic_pending_min, pending_now)
     recent = history.window(pool, now, p.plan_recent_peak_min * 60.0)
     return {
         "pending_chronic_min_gpus": chronic,
@@ -180,13 +180,13 @@ def cluster_view(
                 allocated_gpus=pool.allocated_gpus,
                 pending_gpus=pool.pending_gpus,
                 idle_nodes=max(0, pool.idle_nodes - idle_leaving[pool.name]),
-                pending_lasting_gpus=_pending_min(
+                pending_lasting_gpus=_pending_quantile(
                     history, pool.name, now, p.persistence_min, pool.pending_gpus, q=p.persistence_quantile
                 ),
                 demand_peak_gpus=max((s[2] for s in long), default=pool.allocated_gpus + pool.pending_gpus),
                 history_min=watched,
                 pending_recent_min_gpus=(
-                    _pending_min(history, pool.name, now, p.takeback_persistence_min, pool.pending_gpus)
+                    _pending_quantile(history, pool.name, now, p.takeback_persistence_min, pool.pending_gpus)
                     if watched + 1e-9 >= p.takeback_persistence_min
                     else 0  # waiting not yet watched for the whole window has not lasted
                 ),
