@@ -86,6 +86,10 @@ def main(argv: list[str]) -> int:
             oracle=OracleParams(args.oracle_lookahead_min, args.oracle_min_use_min),
         )
         trace = load_trace(args.trace)
+        if trace.rows_skipped:
+            reasons = "; ".join(trace.skipped_reasons)
+            skipped = f"skipped {trace.rows_skipped} malformed rows ({reasons})"
+            print(f"ibpool backtest: {skipped}", file=sys.stderr)
         first = trace.step_at(parse_time(args.eval_from)) if args.eval_from else 0
         stop = trace.step_at(parse_time(args.eval_to)) if args.eval_to else trace.steps
         if stop <= first:

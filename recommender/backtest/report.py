@@ -59,6 +59,8 @@ def build_report(
             "eval_to": trace.time_at(stop).isoformat(),
             "eval_days": round(static.eval_days, 4),
             "rows_running_above_capacity": trace.running_clamped,
+            "rows_skipped": trace.rows_skipped,
+            "rows_skipped_reasons": list(trace.skipped_reasons),
             "model": config.model.as_dict(),
             "wait_proxy": "p95 of waiting GPUs over minutes with demand; ratio (p95+node)/(p95_static+node)",
         }

@@ -2,7 +2,10 @@
 
 Columns used: `time`, `pool`, `total_gpus`, `running_gpus`, `pending_gpus` (others are ignored). The
 step is the most common gap between consecutive timestamps; a pool missing at a step repeats its last
-row (before its first row it has nothing: no capacity, no demand).
+row (before its first row it has nothing: no capacity, no demand). A row that cannot be parsed (a missing
+or non-numeric field, a bad timestamp) is dropped like a missing one while such rows stay at most
+`MAX_BAD_ROW_SHARE` of the data rows, and counted with the first few reasons; more means the file is not
+a trace, and loading fails listing them.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from recommender.backtest.errors import TraceError
 
 REQUIRED = ("time", "pool", "total_gpus", "running_gpus", "pending_gpus")
 MAX_REPORTED = 10
+MAX_BAD_ROW_SHARE = 0.01
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,8 @@ class Trace:
     running: tuple[list[int], ...]
     pending: tuple[list[int], ...]
     running_clamped: int = 0
+    rows_skipped: int = 0
+    skipped_reasons: tuple[str, ...] = ()
 
     @property
     def steps(self) -> int:
@@ -91,7 +97,19 @@ def load_trace(path: Path) -> Trace:
 Row = tuple[int, int, int, int, int]
 
 
-def _read_rows(lines: Iterable[str], source: str) -> tuple[list[str], list[datetime], list[Row]]:
+@dataclass
+class _Rows:
+    """What the CSV held: pool names in order of appearance, distinct timestamps, parsed rows, and the
+    rows that could not be parsed (their count and the first few reasons)."""
+
+    names: list[str]
+    times: list[datetime]
+    rows: list[Row]
+    bad: int
+    reasons: list[str]
+
+
+def _read_rows(lines: Iterable[str], source: str) -> _Rows:
     reader = csv.reader(lines)
     header = next(reader, None)
     if header is None:
@@ -106,27 +124,31 @@ def _read_rows(lines: Iterable[str], source: str) -> tuple[list[str], list[datet
     times: list[datetime] = []
     rows: list[Row] = []
     errors: list[str] = []
+    bad = 0
     for lineno, fields in enumerate(reader, start=2):
         if not fields:
             continue
         try:
             stamp, pool = fields[col[0]], fields[col[1]].strip()
+            if not pool:
+                raise ValueError("empty pool name")
             total, running, pending = (int(float(fields[c])) for c in col[2:])
             ti = stamps.get(stamp)
             if ti is None:
-                ti = stamps[stamp] = len(times)
                 times.append(parse_time(stamp))
+                ti = stamps[stamp] = len(times) - 1
         except (IndexError, ValueError, OverflowError) as exc:
+            bad += 1
             if len(errors) < MAX_REPORTED:
                 errors.append(f"line {lineno}: {exc}")
             continue
         pi = pools.setdefault(pool, len(pools))
         rows.append((ti, pi, max(0, total), max(0, running), max(0, pending)))
-    if errors:
-        raise TraceError(f"{source}: malformed rows: " + "; ".join(errors))
+    if bad > MAX_BAD_ROW_SHARE * (bad + len(rows)):
+        raise TraceError(f"{source}: {bad} malformed rows of {bad + len(rows)}: " + "; ".join(errors))
     if not rows:
         raise TraceError(f"{source}: no data rows")
-    return list(pools), times, rows
+    return _Rows(list(pools), times, rows, bad, errors)
 
 
 def _step_minutes(times: list[datetime]) -> float:
@@ -139,7 +161,8 @@ def _step_minutes(times: list[datetime]) -> float:
 
 def parse_trace(lines: Iterable[str], source: str = "<trace>") -> Trace:
     """Build a Trace from CSV lines (header first)."""
-    names, times, rows = _read_rows(lines, source)
+    read = _read_rows(lines, source)
+    names, times, rows = read.names, read.times, read.rows
     step = _step_minutes(times)
     if step <= 0:
         raise TraceError(f"{source}: timestamps do not advance")
@@ -175,6 +198,8 @@ def parse_trace(lines: Iterable[str], source: str = "<trace>") -> Trace:
         running=tuple(run),
         pending=tuple(pend),
         running_clamped=clamped,
+        rows_skipped=read.bad,
+        skipped_reasons=tuple(read.reasons),
     )
 
 
@@ -188,4 +213,6 @@ def slice_trace(trace: Trace, first: int, stop: int) -> Trace:
         running=tuple(s[first:stop] for s in trace.running),
         pending=tuple(s[first:stop] for s in trace.pending),
         running_clamped=trace.running_clamped,
+        rows_skipped=trace.rows_skipped,
+        skipped_reasons=trace.skipped_reasons,
     )

@@ -69,3 +69,17 @@ def test_cli_rejects_bad_input(real_slice: Path, tmp_path: Path, capsys: pytest.
     assert cli.main(args) == 2
     assert "ibpool backtest:" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_cli_skips_a_few_malformed_rows_and_says_so(
+    real_slice: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with gzip.open(real_slice, "rt", newline="") as handle:
+        lines = handle.read().splitlines()
+    lines[5] = lines[5].rsplit(",", 1)[0] + ",NaN"  # a pending value a broken exporter could write
+    damaged, out = tmp_path / "damaged.csv", tmp_path / "report.json"
+    damaged.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert cli.main(["--trace", str(damaged), "--json", str(out), "--quiet"]) == 0
+    meta = json.loads(out.read_text(encoding="utf-8"))["meta"]
+    assert meta["rows_skipped"] == 1 and meta["rows_skipped_reasons"][0].startswith("line 6:")
+    assert "skipped 1 malformed rows (line 6:" in capsys.readouterr().err

@@ -54,3 +54,37 @@ def test_unix_seconds_and_five_minute_steps() -> None:
     rows += [f"{1588291200 + 300 * i},a,8,8,{i}" for i in range(3)]
     trace = parse_trace(rows)
     assert trace.step_min == 5.0 and trace.pending[0] == [0, 1, 2]
+
+
+def _stamp(minute: int) -> str:
+    return f"2020-05-01 {minute // 60:02d}:{minute % 60:02d}:00"
+
+
+def test_a_few_malformed_rows_are_skipped_like_missing_ones_and_counted() -> None:
+    rows = ["time,pool,total_gpus,running_gpus,pending_gpus"]
+    rows += [f"{_stamp(m)},a,16,{m % 8},1" for m in range(150)]
+    rows += [f"{_stamp(m)},b,8,1,0" for m in range(150)]
+    rows[11] = f"{_stamp(10)},a,16,,1"  # a missing field
+    rows[200] = "2020-05-01 01:xx:00,c,8,nan,0"  # a bad stamp and a NaN in the same row
+    trace = parse_trace(rows)
+    assert trace.pools == ("a", "b") and trace.steps == 150
+    assert trace.rows_skipped == 2
+    assert [r.split(":")[0] for r in trace.skipped_reasons] == ["line 12", "line 201"]
+    assert trace.running[0][10] == trace.running[0][9] == 1  # the dropped minute repeats the last row
+    assert trace.running[0][11] == 3
+
+
+def test_many_malformed_rows_refuse_the_file() -> None:
+    rows = ["time,pool,total_gpus,running_gpus,pending_gpus"]
+    rows += [f"2020-05-01 00:{m:02d}:00,a,16,1,0" for m in range(0, 60)]
+    rows += ["2020-05-01 01:00:00,,16,1,0"]  # 1 bad of 61 is more than 1%
+    with pytest.raises(TraceError, match=r"1 malformed rows of 61: line 62: empty pool name"):
+        parse_trace(rows)
+
+
+def test_a_bad_stamp_does_not_place_a_later_row() -> None:
+    rows = ["time,pool,total_gpus,running_gpus,pending_gpus"]
+    rows += [f"2020-05-01 00:{m:02d}:00,a,16,{m},0" for m in range(16)] * 14
+    rows += ["yesterday,a,16,9,0"] * 2  # the second must fail too, not land on minute 0
+    trace = parse_trace(rows)
+    assert trace.rows_skipped == 2 and trace.running[0] == list(range(16))
