@@ -3,7 +3,7 @@
 Pure logic over per-pool snapshots (no I/O, no clock): the backtest and the live recommender build a
 `ClusterView` from their signals and call `RebalancePolicy.propose`. Window aggregates in a snapshot map
 to PromQL (`quantile_over_time(0.2, pending[60m])`, taken at nearest rank here;
-`max_over_time((allocated + pending)[12h])`).
+`max_over_time((allocated + pending)[8h])`).
 
 Rules, in order:
 1. Take-back (sharing safety first): a pool whose own nodes are lent and whose free capacity
@@ -53,7 +53,7 @@ class RebalanceParams:
     persistence_min: float = 60.0
     persistence_quantile: float = 0.2
     min_pending_nodes: float = 1.0
-    reserve_window_min: float = 720.0
+    reserve_window_min: float = 480.0
     reserve_headroom: float = 0.25
     takeback_headroom: float = 0.0
     cooldown_min: float = 60.0
