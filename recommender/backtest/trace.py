@@ -3,9 +3,9 @@
 Columns used: `time`, `pool`, `total_gpus`, `running_gpus`, `pending_gpus` (others are ignored). The
 step is the most common gap between consecutive timestamps; a pool missing at a step repeats its last
 row (before its first row it has nothing: no capacity, no demand). A row that cannot be parsed (a missing
-or non-numeric field, a bad timestamp) is dropped like a missing one while such rows stay at most
-`MAX_BAD_ROW_SHARE` of the data rows, and counted with the first few reasons; more means the file is not
-a trace, and loading fails listing them.
+or non-numeric field, a bad timestamp, no pool name) is dropped like a missing one while such rows stay
+at most `MAX_BAD_ROW_SHARE` of the data rows, and counted with the first few reasons; more means the file
+is not a trace, and loading fails listing them.
 """
 
 from __future__ import annotations

@@ -76,15 +76,15 @@ def test_a_few_malformed_rows_are_skipped_like_missing_ones_and_counted() -> Non
 
 def test_many_malformed_rows_refuse_the_file() -> None:
     rows = ["time,pool,total_gpus,running_gpus,pending_gpus"]
-    rows += [f"2020-05-01 00:{m:02d}:00,a,16,1,0" for m in range(0, 60)]
-    rows += ["2020-05-01 01:00:00,,16,1,0"]  # 1 bad of 61 is more than 1%
+    rows += [f"{_stamp(m)},a,16,1,0" for m in range(60)]
+    rows += [f"{_stamp(60)},,16,1,0"]  # 1 bad of 61 is more than 1%
     with pytest.raises(TraceError, match=r"1 malformed rows of 61: line 62: empty pool name"):
         parse_trace(rows)
 
 
 def test_a_bad_stamp_does_not_place_a_later_row() -> None:
     rows = ["time,pool,total_gpus,running_gpus,pending_gpus"]
-    rows += [f"2020-05-01 00:{m:02d}:00,a,16,{m},0" for m in range(16)] * 14
+    rows += [f"{_stamp(m)},a,16,{m},0" for m in range(16)] * 14
     rows += ["yesterday,a,16,9,0"] * 2  # the second must fail too, not land on minute 0
     trace = parse_trace(rows)
     assert trace.rows_skipped == 2 and trace.running[0] == list(range(16))
