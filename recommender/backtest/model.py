@@ -73,6 +73,7 @@ class CapacityModel:
         self.delta = [0] * n
         self.held = [[0] * n for _ in range(n)]
         self.transit: list[Transit] = []
+        self.version = 0  # bumped whenever a node leaves or arrives (callers cache by it)
 
     def capacity(self, pool: int, trace_capacity: int) -> int:
         """GPUs the pool can use now."""
@@ -101,6 +102,9 @@ class CapacityModel:
 
     def arrive(self, step: int) -> None:
         """Deliver the nodes whose drain delay has passed."""
+        if not any(t.arrive <= step for t in self.transit):
+            return
+        self.version += 1
         still: list[Transit] = []
         for t in self.transit:
             if t.arrive > step:
@@ -119,6 +123,7 @@ class CapacityModel:
         nodes = min(move.nodes, have)
         if nodes <= 0:
             return 0
+        self.version += 1
         if move.home != move.src:
             self.held[move.home][move.src] -= nodes
         self.delta[move.src] -= nodes

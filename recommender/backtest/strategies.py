@@ -67,6 +67,16 @@ class PolicyStrategy:
         self.profile = DailyProfile(profile) if profile else None
         self.plan_lead = params.plan_lead_min
         self.epoch_min = trace.start.timestamp() / 60.0
+        self._placed: tuple[int, tuple[Loan, ...], list[int]] | None = None  # (model version, loans, movable)
+
+    def _placement(self, model: CapacityModel) -> tuple[tuple[Loan, ...], list[int]]:
+        """Loans and movable nodes per pool, recomputed only after a node left or arrived."""
+        if self._placed is None or self._placed[0] != model.version:
+            lent = bool(model.transit) or any(map(any, model.held))
+            loans = self._loans(model) if lent else ()
+            movable = model.movable_all() if lent else list(model.home_nodes)
+            self._placed = (model.version, loans, movable)
+        return self._placed[1], self._placed[2]
 
     def _loans(self, model: CapacityModel) -> tuple[Loan, ...]:
         names = self.names
@@ -82,8 +92,7 @@ class PolicyStrategy:
     def view(self, step: int, obs: Observation) -> ClusterView:
         """The ClusterView at a step (updates the trailing windows; call once per step)."""
         model, g, names = obs.model, self.g, self.names
-        lent = bool(model.transit) or any(map(any, model.held))
-        movable = model.movable_all() if lent else model.home_nodes
+        loans, movable = self._placement(model)
         snapshots = []
         clock = self.epoch_min + step * self.dt
         for p, name in enumerate(names):
@@ -113,7 +122,6 @@ class PolicyStrategy:
                     likely_peak_gpus=near.likely_peak if near else None,
                 )
             )
-        loans = self._loans(model) if lent else ()
         now = step * self.dt
         for recent in (self.recent_lends, self.recent_takebacks):
             while recent and now - recent[0][0] >= self.budget_window:

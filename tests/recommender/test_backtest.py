@@ -117,6 +117,28 @@ def test_drain_delay_keeps_a_moved_node_out_of_service() -> None:
     assert probe.seen[arrive - 1] == 16 and probe.seen[arrive] > 16
 
 
+def test_the_policy_sees_where_nodes_are_at_every_step_after_moves_and_arrivals() -> None:
+    prepared = Prepared.of(borrower_and_donor(hours=10), 8)
+
+    class Probe(PolicyStrategy):
+        checked = 0
+
+        def view(self, step: int, obs: Observation) -> ClusterView:
+            out = super().view(step, obs)
+            model = obs.model
+            assert out.loans == self._loans(model)  # the cached placement is never stale
+            movable = model.movable_all()
+            assert [s.idle_nodes for s in out.pools] == [
+                min((obs.capacity[p] - obs.allocated[p]) // 8, movable[p]) for p in range(len(movable))
+            ]
+            self.checked += bool(out.loans)
+            return out
+
+    probe = Probe(prepared, QUICK, MODEL)
+    result = run(prepared, probe, MODEL)
+    assert result.moves > 0 and probe.checked > 0
+
+
 JUMPY = RebalanceParams(
     persistence_min=1, min_pending_nodes=0.1, reserve_window_min=1, cooldown_min=0, min_history_min=0,
     reserve_headroom=0.0, lend_budget_per_pool_day=1000, move_budget_per_pool_day=0,
