@@ -57,10 +57,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--copies", type=int, default=1, help="sets of the trace's pools (wider cluster)")
     parser.add_argument("--repeat", type=int, default=1, help="timed runs (the best is reported too)")
     args = parser.parse_args(argv)
+    if args.copies < 1:
+        parser.error("--copies must be at least 1")
     source = load_trace(args.trace)
     with tempfile.TemporaryDirectory() as tmp:
         synthetic, report = Path(tmp) / "synthetic.csv.gz", Path(tmp) / "report.json"
-        synthesize(source, args.days, synthetic, max(1, args.copies))
+        synthesize(source, args.days, synthetic, args.copies)
         walls = []
         for _ in range(args.repeat):
             start = time.perf_counter()

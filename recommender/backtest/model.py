@@ -102,14 +102,12 @@ class CapacityModel:
 
     def arrive(self, step: int) -> None:
         """Deliver the nodes whose drain delay has passed."""
-        if not any(t.arrive <= step for t in self.transit):
-            return
-        self.version += 1
         still: list[Transit] = []
         for t in self.transit:
             if t.arrive > step:
                 still.append(t)
                 continue
+            self.version += 1
             self.delta[t.dst] += t.nodes
             if t.home != t.dst:
                 self.held[t.home][t.dst] += t.nodes

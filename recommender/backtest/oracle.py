@@ -83,7 +83,7 @@ class _Plan:
             away[t.home] += t.nodes
         for home in range(n):
             self.nodes[home][home] = model.home_nodes[home] - away[home]
-        self.held_at: list[int] = [sum(col) for col in zip(*self.nodes, strict=True)]  # movable, by place
+        self.movable = model.movable_all()  # column sums of `nodes`, kept as nodes move
         self.moves: list[NodeMove] = []
 
     def spare(self, pool: int) -> int:
@@ -91,7 +91,7 @@ class _Plan:
         g, obs = self.g, self.obs
         later = (self.proj[pool] - self.oracle.future_peak[pool][self.step]) // g
         now = (obs.capacity[pool] - obs.demand[pool]) // g - self.given[pool]
-        return max(0, min(later, now, self.held_at[pool]))
+        return max(0, min(later, now, self.movable[pool]))
 
     def send(self, src: int, dst: int, count: int) -> int:
         """Move up to `count` nodes from src to dst: dst's own first, then borrowed, then src's own."""
@@ -102,7 +102,7 @@ class _Plan:
             if take <= 0:
                 continue
             self.nodes[home][src] -= take
-            self.held_at[src] -= take
+            self.movable[src] -= take
             self.moves.append(NodeMove(src, dst, home, take, "takeback" if home == dst else "lend"))
             sent += take
             if sent == count:
@@ -140,7 +140,7 @@ class _Plan:
         if take <= 0:
             return 0
         self.nodes[owner][holder] -= take
-        self.held_at[holder] -= take
+        self.movable[holder] -= take
         self.moves.append(NodeMove(holder, owner, owner, take, "takeback"))
         self.proj[holder] -= take * self.g
         self.proj[owner] += take * self.g

@@ -72,10 +72,7 @@ class PolicyStrategy:
     def _placement(self, model: CapacityModel) -> tuple[tuple[Loan, ...], list[int]]:
         """Loans and movable nodes per pool, recomputed only after a node left or arrived."""
         if self._placed is None or self._placed[0] != model.version:
-            lent = bool(model.transit) or any(map(any, model.held))
-            loans = self._loans(model) if lent else ()
-            movable = model.movable_all() if lent else list(model.home_nodes)
-            self._placed = (model.version, loans, movable)
+            self._placed = (model.version, self._loans(model), model.movable_all())
         return self._placed[1], self._placed[2]
 
     def _loans(self, model: CapacityModel) -> tuple[Loan, ...]:
