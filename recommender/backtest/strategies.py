@@ -57,6 +57,8 @@ class PolicyStrategy:
         self.pending_lasting = [lasting() for _ in self.names]
         takeback = window_steps(params.takeback_persistence_min, self.dt)
         self.pending_recent_min = [SlidingMin(takeback) for _ in self.names]
+        settled = window_steps(params.settled_takeback_min, self.dt)
+        self.pending_settled_min = [SlidingMin(settled) for _ in self.names]
         chronic = window_steps(params.chronic_pending_min, self.dt) if params.chronic_pending_min else 0
         self.pending_chronic_min = [SlidingMin(chronic) if chronic else None for _ in self.names]
         self.last_lend: dict[str, float] = {}
@@ -112,6 +114,7 @@ class PolicyStrategy:
                     demand_peak_gpus=self.peak[p][step],
                     history_min=(step + 1) * self.dt,
                     pending_recent_min_gpus=self.pending_recent_min[p].push(unmet),
+                    pending_settled_min_gpus=self.pending_settled_min[p].push(unmet),
                     pending_chronic_min_gpus=chronic.push(unmet) if chronic else None,
                     demand_recent_peak_gpus=self.recent_peak[p][step],
                     planned_demand_gpus=forecast.expected_demand if forecast else None,

@@ -9,8 +9,9 @@ Rules, in order:
 1. Take-back (sharing safety first): a pool whose own nodes are lent and whose free capacity
    (capacity + incoming - demand) falls below its take-back headroom recalls enough nodes, from holders
    with idle nodes first. Only waiting that lasted `takeback_persistence_min` (a few minutes, well under
-   the drain delay) counts, so a spike that ends before a recalled node could arrive costs no move. No
-   cooldown, no budget.
+   the drain delay) counts, so a spike that ends before a recalled node could arrive costs no move; an
+   owner that has not moved nodes within the cooldown (so a take-back cannot be a reversal) needs only
+   `takeback_settled_persistence_min` (3). No cooldown, no budget.
 2. Lend: a pool whose pending GPUs stayed at or above `min_pending_nodes` nodes over the persistence
    window (its `persistence_quantile`-quantile there, 0.2: in 80% of the window's minutes; 0: all of
    them) and still do gets `ceil(min(pending now, pending lasting) / node)` nodes, less those on their
@@ -65,6 +66,7 @@ class RebalanceParams:
     move_budget_per_pool_day: float = 0.48
     move_budget_window_min: float = 43200.0
     takeback_persistence_min: float = 5.0
+    takeback_settled_persistence_min: float = 3.0
     chronic_pending_min: float = 240.0
     plan_days: int = 7
     plan_min_days: int = 5
@@ -90,6 +92,12 @@ class RebalanceParams:
                 errors.append(f"plan: {exc}")
         if errors:
             raise RebalanceParamsError("; ".join(errors))
+
+    @property
+    def settled_takeback_min(self) -> float:
+        """The take-back persistence window once the owner made no move within the cooldown (never longer
+        than `takeback_persistence_min`)."""
+        return min(self.takeback_settled_persistence_min, self.takeback_persistence_min)
 
     def profile_params(self) -> ProfileParams | None:
         """The time-of-day profile's parameters; None when plans are off (`plan_days` = 0)."""
@@ -127,6 +135,8 @@ class PoolSnapshot:
     (nearest rank; the minimum when that is 0): the waiting that lasted.
     `pending_recent_min_gpus` is the minimum of pending over the take-back persistence window; None (a
     caller that does not track it) means "pending now", i.e. an immediate take-back.
+    `pending_settled_min_gpus` is the same over the shorter `settled_takeback_min` window, used once
+    the owner has made no move within the cooldown (None: not tracked, `pending_recent_min_gpus` is used).
     `pending_chronic_min_gpus` is the minimum of pending over `chronic_pending_min` (None: not tracked).
     `planned_demand_gpus` / `planned_peak_gpus` come from a `DailyProfile` forecast (demand expected
     `plan_lead_min` ahead, peak over the plan horizon); None without a time-of-day profile.
@@ -152,6 +162,7 @@ class PoolSnapshot:
     planned_demand_gpus: int | None = None
     planned_peak_gpus: int | None = None
     likely_peak_gpus: int | None = None
+    pending_settled_min_gpus: int | None = None
 
     @property
     def demand_gpus(self) -> int:
@@ -176,6 +187,7 @@ class PoolSnapshot:
             raise ValueError("allocated and pending need the same, non-zero length")
         recent = max(1, math.ceil(params.persistence_min / step_min - 1e-9))
         takeback = max(1, math.ceil(params.takeback_persistence_min / step_min - 1e-9))
+        settled = max(1, math.ceil(params.settled_takeback_min / step_min - 1e-9))
         window = max(1, math.ceil(params.reserve_window_min / step_min - 1e-9))
         demand = [a + q for a, q in zip(allocated[-window:], pending[-window:], strict=True)]
         return cls(
@@ -189,6 +201,7 @@ class PoolSnapshot:
             demand_peak_gpus=max(demand),
             history_min=len(allocated) * step_min,
             pending_recent_min_gpus=min(pending[-takeback:]),
+            pending_settled_min_gpus=min(pending[-settled:]),
         )
 
 
@@ -294,10 +307,9 @@ class RebalancePolicy:
             pool = by_name.get(home)
             if pool is None:
                 continue
-            # Waiting that did not last the take-back persistence window does not recall a node.
-            recent = (
-                pool.pending_gpus if pool.pending_recent_min_gpus is None else pool.pending_recent_min_gpus
-            )
+            # Waiting that did not last the take-back persistence window does not recall a node; the
+            # window is shorter once a take-back could not be a reversal (no move within the cooldown).
+            recent = self._lasting_wait(view, pool)
             held = pool.allocated_gpus + min(recent, pool.pending_gpus)
             planned = pool.planned_demand_gpus or 0
             free = pool.capacity_gpus + g * ledger.incoming[home] - max(held, planned)
@@ -327,6 +339,14 @@ class RebalancePolicy:
                 ledger.incoming[home] += take
                 moves.append(Move(TAKEBACK, loan.holder, home, home, take, reason, evidence))
         return moves
+
+    def _lasting_wait(self, view: ClusterView, pool: PoolSnapshot) -> int:
+        """The owner's waiting that lasted the take-back persistence window that applies now."""
+        if pool.pending_settled_min_gpus is not None and not self._cooling(view, pool.name):
+            return pool.pending_settled_min_gpus
+        if pool.pending_recent_min_gpus is not None:
+            return pool.pending_recent_min_gpus
+        return pool.pending_gpus
 
     def _cooling(self, view: ClusterView, pool: str, window_min: float | None = None) -> bool:
         """Whether the pool moved nodes within the cooldown (inclusive: a move back exactly

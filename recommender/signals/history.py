@@ -5,16 +5,17 @@ take-back persistence window, demand peak over the reserve window) are computed 
 seen so far, as PromQL's `quantile_over_time` (at nearest rank), `min_over_time` and `max_over_time`
 would (a window of W minutes holds the samples of the last W minutes, the
 one W minutes old excluded, like the backtest's W one-minute steps); `history_min` is how long this
-recommender has watched (plus the newest sample's interval); until it covers the take-back window, no
-waiting counts as lasting (`pending_recent_min_gpus` is 0). Loans, home partitions and recent lends come
-from the proposal store (`signals/placement.py`); a caller without a store falls back to the lends this
-process proposed.
+recommender has watched (plus the newest sample's interval); until it covers a take-back window, no
+waiting counts as lasting over it (`pending_recent_min_gpus` and `pending_settled_min_gpus` are 0).
+Loans, home partitions and recent lends come from the proposal store (`signals/placement.py`); a caller
+without a store falls back to the lends this process proposed.
 """
 
 from __future__ import annotations
 
 from collections import Counter, deque
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from recommender.policies.daily_profile import DailyProfile, ProfileParams
@@ -126,6 +127,16 @@ def _pending_quantile(
     return nearest_rank(window, q) if window else pending_now
 
 
+def _pending_lasted(
+    history: PoolHistory, pool: str, now: float, minutes: float, *, pending_now: int, watched: float
+) -> int:
+    """min_over_time of pending over the last `minutes`; 0 until this recommender has watched that long
+    (waiting not yet watched for the whole window has not lasted)."""
+    if watched + 1e-9 < minutes:
+        return 0
+    return _pending_quantile(history, pool, now, minutes, pending_now)
+
+
 def _longer_windows(
     history: PoolHistory, pool: str, now: float, p: RebalanceParams, *, pending_now: int, watched: float
 ) -> dict[str, int | None]:
@@ -172,6 +183,9 @@ def cluster_view(
         long = history.window(pool.name, now, p.reserve_window_min * 60.0)
         forecast = profile.forecast(pool.name, now / 60.0 + p.plan_lead_min) if profile else None
         near = profile.forecast(pool.name, now / 60.0) if profile else None
+        lasted = partial(
+            _pending_lasted, history, pool.name, now, pending_now=pool.pending_gpus, watched=watched
+        )
         pools.append(
             PoolSnapshot(
                 name=pool.name,
@@ -185,11 +199,8 @@ def cluster_view(
                 ),
                 demand_peak_gpus=max((s[2] for s in long), default=pool.allocated_gpus + pool.pending_gpus),
                 history_min=watched,
-                pending_recent_min_gpus=(
-                    _pending_quantile(history, pool.name, now, p.takeback_persistence_min, pool.pending_gpus)
-                    if watched + 1e-9 >= p.takeback_persistence_min
-                    else 0  # waiting not yet watched for the whole window has not lasted
-                ),
+                pending_recent_min_gpus=lasted(p.takeback_persistence_min),
+                pending_settled_min_gpus=lasted(p.settled_takeback_min),
                 **_longer_windows(history, pool.name, now, p, pending_now=pool.pending_gpus, watched=watched),
                 planned_demand_gpus=forecast.expected_demand if forecast else None,
                 planned_peak_gpus=forecast.expected_peak if forecast else None,

@@ -195,18 +195,43 @@ def test_percentile_is_nearest_rank() -> None:
 def test_brief_owner_spike_recalls_nothing_a_lasting_one_does() -> None:
     steps = 600
     spike = [0] * steps
-    spike[300:303] = [32] * 3  # shorter than the take-back persistence window
+    spike[300:302] = [32] * 2  # shorter than either take-back persistence window
     spike[450:] = [32] * (steps - 450)  # lasting
     trace = make_trace({"busy": (16, [16] * steps, [16] * steps), "owner": (32, spike, [0] * steps)})
     prepared = Prepared.of(trace, 8)
     result = run(prepared, PolicyStrategy(prepared, QUICK, MODEL), MODEL)
     kinds = [(step, kind) for step, *_, kind in result.move_log]
     assert [k for _, k in kinds] == ["lend", "takeback"]
-    assert 450 < kinds[1][0] <= 450 + QUICK.takeback_persistence_min
+    assert 450 < kinds[1][0] <= 450 + QUICK.settled_takeback_min  # the lend is hours old
     eager = RebalanceParams(min_history_min=60.0, reserve_headroom=0.0, takeback_persistence_min=0)
     result = run(prepared, PolicyStrategy(prepared, eager, MODEL), MODEL)
     assert [kind for *_, kind in result.move_log][:2] == ["lend", "takeback"]
     assert result.move_log[1][0] == 300
+
+
+def test_a_take_back_that_could_be_a_reversal_waits_the_longer_window() -> None:
+    steps = 480
+
+    def owner_spike(at: int) -> list[int]:
+        demand = [0] * steps
+        demand[at : at + 4] = [32] * 4  # lasts the settled window (3 min), not the full one (5 min)
+        return demand
+
+    def moves_with_spike(at: int | None) -> list[tuple[int, str]]:
+        owner = owner_spike(at) if at is not None else [0] * steps
+        trace = make_trace({"busy": (16, [16] * steps, [16] * steps), "owner": (32, owner, [0] * steps)})
+        prepared = Prepared.of(trace, 8)
+        result = run(prepared, PolicyStrategy(prepared, QUICK, MODEL), MODEL)
+        return [(step, kind) for step, *_, kind in result.move_log]
+
+    [(lent_at, kind)] = moves_with_spike(None)
+    assert kind == "lend"
+    soon = lent_at + QUICK.cooldown_min // 2  # the lend's nodes have landed; a recall would be a reversal
+    assert moves_with_spike(int(soon)) == [(lent_at, "lend")]
+    late = lent_at + 3 * int(QUICK.cooldown_min)
+    moves = moves_with_spike(late)
+    assert [kind for _, kind in moves] == ["lend", "takeback"]
+    assert late < moves[1][0] <= late + QUICK.settled_takeback_min
 
 
 def test_time_of_day_plans_serve_a_day_pool_and_a_night_pool() -> None:

@@ -96,6 +96,17 @@ def test_takeback_waits_for_the_owner_shortfall_to_persist() -> None:
     assert [(m.kind, m.nodes) for m in moves] == [(TAKEBACK, 2)]  # not tracked: recall at once
 
 
+def test_an_owner_that_has_not_moved_lately_recalls_after_a_shorter_wait() -> None:
+    loans = (Loan("owner", "busy", 2),)
+    owner = replace(snap("owner", 16, 16, 12, home=32), pending_recent_min_gpus=0, pending_settled_min_gpus=4)
+    moves = POLICY.propose(view(snap("busy", 32, 32, 8), owner, loans=loans))
+    assert [(m.kind, m.nodes) for m in moves] == [(TAKEBACK, 1)]  # 4 GPUs lasted the settled window
+    # The owner lent 30 minutes ago: a recall now could be a reversal, so the full window applies.
+    recent = {"owner": 100_000.0 - 30.0}
+    assert POLICY.propose(view(snap("busy", 32, 32, 8), owner, loans=loans, last_lend_min=recent)) == []
+    assert RebalanceParams(takeback_persistence_min=2.0).settled_takeback_min == 2.0  # never the longer
+
+
 def test_no_takeback_while_owner_fits() -> None:
     loans = (Loan("owner", "busy", 2),)
     assert POLICY.propose(view(snap("busy", 32, 32), snap("owner", 16, 10, home=32), loans=loans)) == []
@@ -219,6 +230,13 @@ def test_snapshot_from_raw_history_matches_the_window_aggregates() -> None:
     assert pool.demand_peak_gpus == 23  # max of allocated + pending over the last 4 minutes
     assert pool.history_min == 6.0
     assert pool.pending_recent_min_gpus == 5  # min of the last 2 minutes
+    assert pool.pending_settled_min_gpus == 5  # the settled window is never longer (3 -> 2 minutes)
+    settled = PoolSnapshot.from_history(
+        "a", home_gpus=32, capacity_gpus=32, idle_nodes=1,
+        allocated=[30, 8, 8, 8, 16, 16], pending=[0, 9, 4, 6, 5, 7], step_min=1.0,
+        params=replace(params, takeback_settled_persistence_min=1.0),
+    )  # fmt: skip
+    assert settled.pending_settled_min_gpus == 7  # now only
     with pytest.raises(ValueError, match="same"):
         PoolSnapshot.from_history(
             "a",
