@@ -63,6 +63,17 @@ def test_owner_demand_that_lasts_takes_the_lent_node_back(tmp_path: Path) -> Non
         assert view.loans == ()
 
 
+def test_an_owner_that_lent_hours_ago_recalls_after_the_shorter_window(tmp_path: Path) -> None:
+    with Store(tmp_path / "p.db") as store:
+        submit(store, move("a", "b", ["a2"], HOME))  # lent at T0: a take-back two hours on is no reversal
+        r = rec(store)
+        later = T0 + 7200
+        seen = [cycle(r, later + 60 * k, LENT, busy=("a1", "a2"), pending={"a": 8}) for k in range(3)]
+        assert PARAMS.settled_takeback_min == 3.0
+        assert seen[:2] == [[], []]  # not yet lasted 3 min
+        assert len(seen[2]) == 1 and seen[2][0].startswith("takeback: 1 node(s) (a2) of a from b to a")
+
+
 def test_a_spike_shorter_than_takeback_persistence_recalls_nothing(tmp_path: Path) -> None:
     with Store(tmp_path / "p.db") as store:
         submit(store, move("a", "b", ["a2"], HOME))
