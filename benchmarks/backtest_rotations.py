@@ -12,7 +12,7 @@ the largest moves per pool-day, the reversals (and the most in one variant, scal
 many variants break each target.
 
     .venv/bin/python -m benchmarks.backtest_rotations [--variants 30] [--months] [--scale 1]
-        [--policy-param K=V ...]
+        [--first-seed 0] [--policy-param K=V ...]
 """
 
 from __future__ import annotations
@@ -91,6 +91,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
     parser.add_argument("--days", type=int, default=9, help="days of the trace (Earth's May 10 is empty)")
     parser.add_argument("--variants", type=int, default=30)
+    parser.add_argument(
+        "--first-seed", type=int, default=0, help="seed of the first variant (20: seeds never tuned on)"
+    )
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every pool's pending")
     parser.add_argument("--months", action="store_true", help="30-day block variants instead of rotations")
     parser.add_argument("--month-days", type=int, default=30, help="length of a month variant")
@@ -102,7 +105,7 @@ def main(argv: list[str]) -> int:
     model = ModelParams()
     source = load_trace(args.trace)
     rows = []
-    for seed in range(args.variants):
+    for seed in range(args.first_seed, args.first_seed + args.variants):
         if args.months:
             variant = month(
                 source, args.days, seed, args.scale, length=args.month_days, block=args.block_days
