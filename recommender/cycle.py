@@ -203,6 +203,10 @@ _QUERIES = {
     "donor_spare_nodes": 'pool idle whole nodes above the reserve (max_over_time demand[{w}]) of "{frm}"',
     "free_gpus": 'ibpool_pool_capacity_gpus{{pool="{home}"}} - allocated - pending',
     "pending_gpus_chronic_min": 'min_over_time(pool:ibpool_pool_pending_gpus:sum{{pool="{to}"}}[{w}])',
+    "demand_gpus_min": (
+        'min_over_time((sum by (pool) (ibpool_pool_allocated_gpus{{pool="{home}"}})'
+        ' + pool:ibpool_pool_pending_gpus:sum{{pool="{home}"}})[{w}:1m])'
+    ),
     "planned_demand_gpus": (
         'demand (allocated + pending) of "{to}" at this time of day, held on most of the last {w} '
         "(time-of-day profile)"

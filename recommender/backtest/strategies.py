@@ -59,6 +59,8 @@ class PolicyStrategy:
         self.pending_recent_min = [SlidingMin(takeback) for _ in self.names]
         settled = window_steps(params.settled_takeback_min, self.dt)
         self.pending_settled_min = [SlidingMin(settled) for _ in self.names]
+        quiet = window_steps(params.takeback_quiet_min, self.dt) if params.takeback_quiet_min else 0
+        self.demand_quiet_min = [SlidingMin(quiet) if quiet else None for _ in self.names]
         chronic = window_steps(params.chronic_pending_min, self.dt) if params.chronic_pending_min else 0
         self.pending_chronic_min = [SlidingMin(chronic) if chronic else None for _ in self.names]
         self.last_lend: dict[str, float] = {}
@@ -98,6 +100,7 @@ class PolicyStrategy:
             unmet = obs.unmet[p]
             k, a = obs.capacity[p], obs.allocated[p]
             forecast, near, chronic = None, None, self.pending_chronic_min[p]
+            quiet = self.demand_quiet_min[p]
             if self.profile is not None:
                 self.profile.record(name, clock, obs.demand[p])
                 forecast = self.profile.forecast(name, clock + self.plan_lead)
@@ -120,6 +123,7 @@ class PolicyStrategy:
                     planned_demand_gpus=forecast.expected_demand if forecast else None,
                     planned_peak_gpus=forecast.expected_peak if forecast else None,
                     likely_peak_gpus=near.likely_peak if near else None,
+                    demand_quiet_min_gpus=quiet.push(obs.demand[p]) if quiet else None,
                 )
             )
         now = step * self.dt

@@ -11,7 +11,9 @@ Rules, in order:
    with idle nodes first. Only waiting that lasted `takeback_persistence_min` (a few minutes, well under
    the drain delay) counts, so a spike that ends before a recalled node could arrive costs no move; an
    owner that has not moved nodes within the cooldown (so a take-back cannot be a reversal) needs only
-   `takeback_settled_persistence_min` (3). No cooldown, no budget.
+   `takeback_settled_persistence_min` (3), and none at all when it was idle (no demand) within the last
+   `takeback_quiet_min` (60): its waiting is a fresh job, not a queue that comes and goes, and each
+   minute of filter is a minute a rarely busy pool waits for its own nodes. No cooldown, no budget.
 2. Lend: a pool whose pending GPUs stayed at or above `min_pending_nodes` nodes over the persistence
    window (its `persistence_quantile`-quantile there, 0.2: in 80% of the window's minutes; 0: all of
    them) and still do gets `ceil(min(pending now, pending lasting) / node)` nodes, less those on their
@@ -76,6 +78,7 @@ class RebalanceParams:
     plan_recent_peak_min: float = 60.0
     plan_likely_days: int = 5
     plan_likely_window_min: float = 60.0
+    takeback_quiet_min: float = 60.0
 
     def __post_init__(self) -> None:
         errors = [f"{f.name} must be >= 0" for f in fields(self) if getattr(self, f.name) < 0]
@@ -137,6 +140,9 @@ class PoolSnapshot:
     caller that does not track it) means "pending now", i.e. an immediate take-back.
     `pending_settled_min_gpus` is the same over the shorter `settled_takeback_min` window, used once
     the owner has made no move within the cooldown (None: not tracked, `pending_recent_min_gpus` is used).
+    `demand_quiet_min_gpus` is the minimum of demand over `takeback_quiet_min`: 0 means the pool was idle
+    within that window, so a settled owner recalls its nodes without a persistence filter (None: not
+    tracked, the settled filter applies).
     `pending_chronic_min_gpus` is the minimum of pending over `chronic_pending_min` (None: not tracked).
     `planned_demand_gpus` / `planned_peak_gpus` come from a `DailyProfile` forecast (demand expected
     `plan_lead_min` ahead, peak over the plan horizon); None without a time-of-day profile.
@@ -163,6 +169,7 @@ class PoolSnapshot:
     planned_peak_gpus: int | None = None
     likely_peak_gpus: int | None = None
     pending_settled_min_gpus: int | None = None
+    demand_quiet_min_gpus: int | None = None
 
     @property
     def demand_gpus(self) -> int:
@@ -188,6 +195,7 @@ class PoolSnapshot:
         recent = max(1, math.ceil(params.persistence_min / step_min - 1e-9))
         takeback = max(1, math.ceil(params.takeback_persistence_min / step_min - 1e-9))
         settled = max(1, math.ceil(params.settled_takeback_min / step_min - 1e-9))
+        quiet = max(1, math.ceil(params.takeback_quiet_min / step_min - 1e-9))
         window = max(1, math.ceil(params.reserve_window_min / step_min - 1e-9))
         demand = [a + q for a, q in zip(allocated[-window:], pending[-window:], strict=True)]
         return cls(
@@ -202,6 +210,11 @@ class PoolSnapshot:
             history_min=len(allocated) * step_min,
             pending_recent_min_gpus=min(pending[-takeback:]),
             pending_settled_min_gpus=min(pending[-settled:]),
+            demand_quiet_min_gpus=(
+                min(a + q for a, q in zip(allocated[-quiet:], pending[-quiet:], strict=True))
+                if params.takeback_quiet_min
+                else None
+            ),
         )
 
 
@@ -319,7 +332,15 @@ class RebalancePolicy:
             need = max(1, math.ceil((margin - free) / g))
             if planned > held:
                 reason = "owner's time-of-day demand is due"
-                evidence = (Evidence("planned_demand_gpus", self._plan_window(), float(planned), 0.0),)
+                evidence: tuple[Evidence, ...] = (
+                    Evidence("planned_demand_gpus", self._plan_window(), float(planned), 0.0),
+                )
+            elif self._fresh_job(view, pool):
+                reason = "owner demand returned after an idle spell"
+                evidence = (
+                    Evidence("free_gpus", 0.0, float(free), margin),
+                    Evidence("demand_gpus_min", self.params.takeback_quiet_min, 0.0, 0.0),
+                )
             else:
                 reason = "owner demand returned"
                 evidence = (Evidence("free_gpus", 0.0, float(free), margin),)
@@ -341,12 +362,26 @@ class RebalancePolicy:
         return moves
 
     def _lasting_wait(self, view: ClusterView, pool: PoolSnapshot) -> int:
-        """The owner's waiting that lasted the take-back persistence window that applies now."""
+        """The owner's waiting that lasted the take-back persistence window that applies now: none for a
+        settled owner that was idle within `takeback_quiet_min`, the settled window for another settled
+        owner, the full window for an owner that moved nodes within the cooldown."""
+        if self._fresh_job(view, pool):
+            return pool.pending_gpus
         if pool.pending_settled_min_gpus is not None and not self._cooling(view, pool.name):
             return pool.pending_settled_min_gpus
         if pool.pending_recent_min_gpus is not None:
             return pool.pending_recent_min_gpus
         return pool.pending_gpus
+
+    def _fresh_job(self, view: ClusterView, pool: PoolSnapshot) -> bool:
+        """Whether the owner's waiting needs no filter: it made no move within the cooldown and had no
+        demand at some minute of the last `takeback_quiet_min`."""
+        return (
+            bool(self.params.takeback_quiet_min)
+            and pool.demand_quiet_min_gpus == 0
+            and pool.pending_settled_min_gpus is not None
+            and not self._cooling(view, pool.name)
+        )
 
     def _cooling(self, view: ClusterView, pool: str, window_min: float | None = None) -> bool:
         """Whether the pool moved nodes within the cooldown (inclusive: a move back exactly

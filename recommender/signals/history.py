@@ -1,7 +1,8 @@
 """Per-pool history kept across cycles, and the rebalance policy's `ClusterView` built from Signals.
 
 The windows of a `PoolSnapshot` (pending quantile over the persistence window, minimum over the
-take-back persistence window, demand peak over the reserve window) are computed here from the snapshots
+take-back persistence window, demand peak over the reserve window, demand minimum over the quiet
+window) are computed here from the snapshots
 seen so far, as PromQL's `quantile_over_time` (at nearest rank), `min_over_time` and `max_over_time`
 would (a window of W minutes holds the samples of the last W minutes, the
 one W minutes old excluded, like the backtest's W one-minute steps); `history_min` is how long this
@@ -140,15 +141,19 @@ def _pending_lasted(
 def _longer_windows(
     history: PoolHistory, pool: str, now: float, p: RebalanceParams, *, pending_now: int, watched: float
 ) -> dict[str, int | None]:
-    """Chronic pending (min over `chronic_pending_min`, once watched that long) and the demand peak over
-    `plan_recent_peak_min`."""
-    chronic = None
+    """Chronic pending (min over `chronic_pending_min`, once watched that long), the demand peak over
+    `plan_recent_peak_min` and the demand minimum over `takeback_quiet_min` (once watched that long: an
+    idle spell not yet watched is not assumed)."""
+    chronic = quiet = None
     if p.chronic_pending_min and watched + 1e-9 >= p.chronic_pending_min:
         chronic = _pending_quantile(history, pool, now, p.chronic_pending_min, pending_now)
+    if p.takeback_quiet_min and watched + 1e-9 >= p.takeback_quiet_min:
+        quiet = min((s[2] for s in history.window(pool, now, p.takeback_quiet_min * 60.0)), default=None)
     recent = history.window(pool, now, p.plan_recent_peak_min * 60.0)
     return {
         "pending_chronic_min_gpus": chronic,
         "demand_recent_peak_gpus": max((s[2] for s in recent), default=None),
+        "demand_quiet_min_gpus": quiet,
     }
 
 

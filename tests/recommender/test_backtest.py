@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from recommender.backtest.engine import Observation, Prepared, RunResult, Strategy, run
 from recommender.backtest.metrics import percentile, summarize
@@ -194,7 +195,7 @@ def test_percentile_is_nearest_rank() -> None:
 
 def test_brief_owner_spike_recalls_nothing_a_lasting_one_does() -> None:
     steps = 600
-    spike = [0] * steps
+    spike = [1] * steps  # never idle: an idle owner recalls at once (test below)
     spike[300:302] = [32] * 2  # shorter than either take-back persistence window
     spike[450:] = [32] * (steps - 450)  # lasting
     trace = make_trace({"busy": (16, [16] * steps, [16] * steps), "owner": (32, spike, [0] * steps)})
@@ -209,16 +210,29 @@ def test_brief_owner_spike_recalls_nothing_a_lasting_one_does() -> None:
     assert result.move_log[1][0] == 300
 
 
+def test_an_owner_idle_within_the_quiet_window_recalls_at_once() -> None:
+    steps = 600
+    demand = [0] * steps
+    demand[300:302] = [32] * 2  # a fresh job on an idle pool: no persistence filter
+    trace = make_trace({"busy": (16, [16] * steps, [16] * steps), "owner": (32, demand, [0] * steps)})
+    prepared = Prepared.of(trace, 8)
+    result = run(prepared, PolicyStrategy(prepared, QUICK, MODEL), MODEL)
+    assert [(step, kind) for step, *_, kind in result.move_log][1] == (300, "takeback")
+    off = replace(QUICK, takeback_quiet_min=0.0)
+    result = run(prepared, PolicyStrategy(prepared, off, MODEL), MODEL)
+    assert [kind for *_, kind in result.move_log] == ["lend"]  # the 2-minute job did not last 3
+
+
 def test_a_take_back_that_could_be_a_reversal_waits_the_longer_window() -> None:
     steps = 480
 
     def owner_spike(at: int) -> list[int]:
-        demand = [0] * steps
+        demand = [1] * steps  # never idle (an idle owner needs no filter once settled)
         demand[at : at + 4] = [32] * 4  # lasts the settled window (3 min), not the full one (5 min)
         return demand
 
     def moves_with_spike(at: int | None) -> list[tuple[int, str]]:
-        owner = owner_spike(at) if at is not None else [0] * steps
+        owner = owner_spike(at) if at is not None else [1] * steps
         trace = make_trace({"busy": (16, [16] * steps, [16] * steps), "owner": (32, owner, [0] * steps)})
         prepared = Prepared.of(trace, 8)
         result = run(prepared, PolicyStrategy(prepared, QUICK, MODEL), MODEL)

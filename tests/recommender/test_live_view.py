@@ -248,3 +248,15 @@ def test_a_pool_waiting_for_an_approval_is_not_offered_more_nodes(tmp_path: Path
         assert len(pending) == 1
         where = place(read_moves(store), T0 + 31 * 60, "rebalance")
         assert where.promised == {"x": 1}
+
+
+def test_an_owner_idle_within_the_last_hour_recalls_at_its_first_waiting_minute(tmp_path: Path) -> None:
+    with Store(tmp_path / "p.db") as store:
+        submit(store, move("a", "b", ["a2"], HOME))  # lent at T0; a stays idle for two hours
+        r = rec(store)
+        later = T0 + 7200
+        for k in range(61):  # watched a full quiet window: a had no demand
+            assert cycle(r, later - 3660 + 60 * k, LENT) == []
+        seen = cycle(r, later, LENT, busy=("a1",), pending={"a": 8})
+        assert len(seen) == 1 and seen[0].startswith("takeback: 1 node(s) (a2) of a from b to a")
+        assert "after an idle spell" in seen[0]

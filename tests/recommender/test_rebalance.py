@@ -107,6 +107,24 @@ def test_an_owner_that_has_not_moved_lately_recalls_after_a_shorter_wait() -> No
     assert RebalanceParams(takeback_persistence_min=2.0).settled_takeback_min == 2.0  # never the longer
 
 
+def test_an_owner_idle_within_the_quiet_window_recalls_without_a_filter() -> None:
+    loans = (Loan("owner", "busy", 2),)
+    owner = snap("owner", 16, 16, 12, home=32)
+    waiting = replace(owner, pending_recent_min_gpus=0, pending_settled_min_gpus=0)
+    busy = snap("busy", 32, 32, 8)
+    assert POLICY.propose(view(busy, replace(waiting, demand_quiet_min_gpus=4), loans=loans)) == []
+    idle = replace(waiting, demand_quiet_min_gpus=0)  # no demand at some minute of the last hour
+    [move] = POLICY.propose(view(busy, idle, loans=loans))
+    assert (move.kind, move.nodes) == (TAKEBACK, 2)  # all 12 GPUs waiting now
+    assert move.reason == "owner demand returned after an idle spell"
+    assert move.evidence[-1].signal == "demand_gpus_min"
+    # Within the cooldown a recall could be a reversal: the full filter applies, idle or not.
+    recent = {"owner": 100_000.0 - 30.0}
+    assert POLICY.propose(view(busy, idle, loans=loans, last_lend_min=recent)) == []
+    off = RebalancePolicy(RebalanceParams(reserve_headroom=0.0, takeback_quiet_min=0.0))
+    assert off.propose(view(busy, idle, loans=loans)) == []
+
+
 def test_no_takeback_while_owner_fits() -> None:
     loans = (Loan("owner", "busy", 2),)
     assert POLICY.propose(view(snap("busy", 32, 32), snap("owner", 16, 10, home=32), loans=loans)) == []
@@ -237,6 +255,18 @@ def test_snapshot_from_raw_history_matches_the_window_aggregates() -> None:
         params=replace(params, takeback_settled_persistence_min=1.0),
     )  # fmt: skip
     assert settled.pending_settled_min_gpus == 7  # now only
+    assert pool.demand_quiet_min_gpus == 12  # min demand over the quiet window (60 min: all 6 here)
+    quiet = PoolSnapshot.from_history(
+        "a", home_gpus=32, capacity_gpus=32, idle_nodes=1,
+        allocated=[30, 8, 8, 8, 16, 16], pending=[0, 9, 4, 6, 5, 7], step_min=1.0,
+        params=replace(params, takeback_quiet_min=3.0),
+    )  # fmt: skip
+    assert quiet.demand_quiet_min_gpus == 14  # min of 8 + 6, 16 + 5, 16 + 7
+    untracked = PoolSnapshot.from_history(
+        "a", home_gpus=32, capacity_gpus=32, idle_nodes=1, allocated=[0, 8], pending=[0, 1], step_min=1.0,
+        params=replace(params, takeback_quiet_min=0.0),
+    )  # fmt: skip
+    assert untracked.demand_quiet_min_gpus is None  # off: not tracked
     with pytest.raises(ValueError, match="same"):
         PoolSnapshot.from_history(
             "a",
