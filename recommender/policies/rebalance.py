@@ -192,12 +192,13 @@ class PoolSnapshot:
         """Build from per-step history, oldest first, the last value being now (what a live caller has)."""
         if not allocated or len(allocated) != len(pending):
             raise ValueError("allocated and pending need the same, non-zero length")
-        recent = max(1, math.ceil(params.persistence_min / step_min - 1e-9))
-        takeback = max(1, math.ceil(params.takeback_persistence_min / step_min - 1e-9))
-        settled = max(1, math.ceil(params.settled_takeback_min / step_min - 1e-9))
-        quiet = max(1, math.ceil(params.takeback_quiet_min / step_min - 1e-9))
-        window = max(1, math.ceil(params.reserve_window_min / step_min - 1e-9))
-        demand = [a + q for a, q in zip(allocated[-window:], pending[-window:], strict=True)]
+
+        def steps(minutes: float) -> int:
+            return max(1, math.ceil(minutes / step_min - 1e-9))
+
+        window, quiet = steps(params.reserve_window_min), steps(params.takeback_quiet_min)
+        span = max(window, quiet)
+        demand = [a + q for a, q in zip(allocated[-span:], pending[-span:], strict=True)]
         return cls(
             name=name,
             home_gpus=home_gpus,
@@ -205,16 +206,14 @@ class PoolSnapshot:
             allocated_gpus=allocated[-1],
             pending_gpus=pending[-1],
             idle_nodes=idle_nodes,
-            pending_lasting_gpus=nearest_rank(pending[-recent:], params.persistence_quantile),
-            demand_peak_gpus=max(demand),
-            history_min=len(allocated) * step_min,
-            pending_recent_min_gpus=min(pending[-takeback:]),
-            pending_settled_min_gpus=min(pending[-settled:]),
-            demand_quiet_min_gpus=(
-                min(a + q for a, q in zip(allocated[-quiet:], pending[-quiet:], strict=True))
-                if params.takeback_quiet_min
-                else None
+            pending_lasting_gpus=nearest_rank(
+                pending[-steps(params.persistence_min) :], params.persistence_quantile
             ),
+            demand_peak_gpus=max(demand[-window:]),
+            history_min=len(allocated) * step_min,
+            pending_recent_min_gpus=min(pending[-steps(params.takeback_persistence_min) :]),
+            pending_settled_min_gpus=min(pending[-steps(params.settled_takeback_min) :]),
+            demand_quiet_min_gpus=min(demand[-quiet:]) if params.takeback_quiet_min else None,
         )
 
 

@@ -239,34 +239,28 @@ def test_params_report_every_problem() -> None:
 
 def test_snapshot_from_raw_history_matches_the_window_aggregates() -> None:
     params = RebalanceParams(persistence_min=3, reserve_window_min=4, takeback_persistence_min=2)
-    pool = PoolSnapshot.from_history(
-        "a", home_gpus=32, capacity_gpus=32, idle_nodes=1,
-        allocated=[30, 8, 8, 8, 16, 16], pending=[0, 9, 4, 6, 5, 7], step_min=1.0, params=params,
-    )  # fmt: skip
+
+    def from_raw(p: RebalanceParams) -> PoolSnapshot:
+        return PoolSnapshot.from_history(
+            "a", home_gpus=32, capacity_gpus=32, idle_nodes=1,
+            allocated=[30, 8, 8, 8, 16, 16], pending=[0, 9, 4, 6, 5, 7], step_min=1.0, params=p,
+        )  # fmt: skip
+
+    pool = from_raw(params)
     assert (pool.allocated_gpus, pool.pending_gpus) == (16, 7)
     assert pool.pending_lasting_gpus == 5  # 0.2-quantile of the last 3 minutes at nearest rank: their min
     assert pool.demand_peak_gpus == 23  # max of allocated + pending over the last 4 minutes
     assert pool.history_min == 6.0
     assert pool.pending_recent_min_gpus == 5  # min of the last 2 minutes
     assert pool.pending_settled_min_gpus == 5  # the settled window is never longer (3 -> 2 minutes)
-    settled = PoolSnapshot.from_history(
-        "a", home_gpus=32, capacity_gpus=32, idle_nodes=1,
-        allocated=[30, 8, 8, 8, 16, 16], pending=[0, 9, 4, 6, 5, 7], step_min=1.0,
-        params=replace(params, takeback_settled_persistence_min=1.0),
-    )  # fmt: skip
+    settled = from_raw(replace(params, takeback_settled_persistence_min=1.0))
     assert settled.pending_settled_min_gpus == 7  # now only
     assert pool.demand_quiet_min_gpus == 12  # min demand over the quiet window (60 min: all 6 here)
-    quiet = PoolSnapshot.from_history(
-        "a", home_gpus=32, capacity_gpus=32, idle_nodes=1,
-        allocated=[30, 8, 8, 8, 16, 16], pending=[0, 9, 4, 6, 5, 7], step_min=1.0,
-        params=replace(params, takeback_quiet_min=3.0),
-    )  # fmt: skip
+    quiet = from_raw(replace(params, takeback_quiet_min=3.0))
     assert quiet.demand_quiet_min_gpus == 14  # min of 8 + 6, 16 + 5, 16 + 7
-    untracked = PoolSnapshot.from_history(
-        "a", home_gpus=32, capacity_gpus=32, idle_nodes=1, allocated=[0, 8], pending=[0, 1], step_min=1.0,
-        params=replace(params, takeback_quiet_min=0.0),
-    )  # fmt: skip
+    untracked = from_raw(replace(params, takeback_quiet_min=0.0))
     assert untracked.demand_quiet_min_gpus is None  # off: not tracked
+    assert from_raw(replace(params, reserve_window_min=120.0)).demand_peak_gpus == 30  # all 6: 30 + 0 first
     with pytest.raises(ValueError, match="same"):
         PoolSnapshot.from_history(
             "a",
