@@ -30,7 +30,7 @@ from recommender.backtest.strategies import PolicyStrategy, StaticStrategy
 from recommender.backtest.trace import Trace, load_trace
 from recommender.policies.rebalance import RebalanceParams
 
-DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "helios-earth-may01-10.csv.gz"
+DEFAULT_TRACE = Path(__file__).resolve().parents[1] / "data" / "traces" / "helios-earth-may01-10.csv.gz"
 COVERAGE_TARGET = 0.85
 MOVES_TARGET = 0.5
 REVERSALS_PER_30_DAYS_TARGET = 1.0

@@ -25,7 +25,7 @@ from pathlib import Path
 from recommender.backtest import cli
 from recommender.backtest.trace import Trace, load_trace
 
-DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "helios-earth-may01-10.csv.gz"
+DEFAULT_TRACE = Path(__file__).resolve().parents[1] / "data" / "traces" / "helios-earth-may01-10.csv.gz"
 SOURCE_DAYS = 9
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,10 +25,10 @@ def samples_of(text: str, name: str) -> Samples:
     return out
 
 
-# The shared folder lies beside the checkout (as in CI); IBPOOL_SHARED overrides where it is not.
-SHARED = Path(os.environ.get("IBPOOL_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-SYSFS_FIXTURES = SHARED / "fixtures" / "procfs-sysfs"
-TRACE = SHARED / "traces" / "helios-earth-may01-10.csv.gz"
+# Third-party data copied into the repository (data/README.md: origin and licence).
+DATA = Path(__file__).resolve().parents[1] / "data"
+SYSFS_FIXTURES = DATA / "procfs-sysfs"
+TRACE = DATA / "traces" / "helios-earth-may01-10.csv.gz"
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, interval: float = 0.005) -> bool:

@@ -25,7 +25,6 @@ from simulator.sysfs_tree import SysfsTree, dgx_hcas
 from tests.helpers import SYSFS_FIXTURES
 
 FIXTURES = SYSFS_FIXTURES
-needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="real sysfs captures not present")
 
 
 @pytest.fixture
@@ -85,7 +84,6 @@ def test_parse_guids() -> None:
 # --- real captures ---------------------------------------------------------------------------------
 
 
-@needs_fixtures
 def test_reads_real_fixtures() -> None:
     src = InfinibandSysfsSource(FIXTURES)
     snap = src.read()

@@ -40,7 +40,6 @@ def _promtool_errors(text: str) -> list[str]:
 
 
 @pytest.mark.skipif(NODE_EXPORTER is None, reason="prometheus-node-exporter is not installed")
-@pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared sysfs fixtures are not beside the checkout")
 def test_every_node_exporter_sample_has_a_twin_over_http() -> None:
     assert NODE_EXPORTER is not None
     ours_port, theirs_port = free_port(), free_port()

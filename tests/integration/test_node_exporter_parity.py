@@ -140,7 +140,6 @@ needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool is not on
 
 
 @needs_node_exporter
-@pytest.mark.skipif(not FIXTURES.is_dir(), reason="real sysfs captures not present")
 def test_parity_on_real_fixtures() -> None:
     assert assert_parity(str(FIXTURES)) >= 80
 

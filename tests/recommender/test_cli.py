@@ -28,8 +28,6 @@ FIELDS = (
 @pytest.fixture(scope="module")
 def real_slice(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """May 2-3 of the shared trace (a busy stretch) as a gzip CSV."""
-    if not TRACE.exists():
-        pytest.skip(f"shared trace not found at {TRACE}")
     trace = slice_trace(load_trace(TRACE), 1440, 3 * 1440)
     out = tmp_path_factory.mktemp("trace") / "slice.csv.gz"
     with gzip.open(out, "wt", newline="") as handle:

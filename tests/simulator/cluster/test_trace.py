@@ -11,8 +11,6 @@ from simulator.cluster.model import ClusterModel
 from simulator.cluster.trace import TraceWorkload, job_size, map_pools, read_trace, spec_for_trace, trace_jobs
 from tests.helpers import TRACE
 
-pytestmark = pytest.mark.skipif(not TRACE.exists(), reason=f"no trace at {TRACE}")
-
 HOURS = 24
 # Tolerance: each pool's mean demand (running + pending GPUs) over the replay is within 10% of the trace's,
 # or within 4 GPUs for nearly idle pools; the cluster-wide mean within 3%.

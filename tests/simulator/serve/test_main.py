@@ -57,7 +57,6 @@ def test_a_spec_file_gets_demand_on_every_pool(tmp_path: Path) -> None:
     assert {job.pool for job in model.jobs.values()} == {"a", "b", "c"}
 
 
-@pytest.mark.skipif(not TRACE.is_file(), reason=f"trace not found at {TRACE}")
 def test_a_trace_sizes_the_cluster_and_drives_it() -> None:
     model = build_model(load_config(["--trace", str(TRACE), "--trace-minutes", "60"]))
     assert len(model.spec.pools) == 16
