@@ -20,14 +20,14 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from exporter.exposition import render
 from exporter.fabric.commands import DiagCommands, DiagOptions
 from exporter.fabric.families import build_families
 from exporter.fabric.model import SweepResult
 from exporter.fabric.names import NameMap
-from exporter.fabric.runner import CommandResult, CommandRunner, scratch_parent
 from exporter.fabric.sweep import VL_MODES, Sweeper, SweepSettings, VlMode
-from tests.integration.ibsim_fabric import FatTree, IbsimFabric, missing_programs
+from foundation.commands import CommandResult, CommandRunner, scratch_parent
+from foundation.exposition import render
+from simulator.backends.ibsim_fabric import FatTree, IbsimFabric, missing_programs
 
 TREE = FatTree(leaves=16, spines=8, hcas_per_leaf=18, ports=36, links_per_pair=2)
 

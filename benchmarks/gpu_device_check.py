@@ -24,8 +24,8 @@ import pynvml
 from exporter import catalog
 from exporter.collectors.gpu import GpuCollector, build_gpu_collector
 from exporter.errors import SourceError
-from exporter.exposition import MetricFamily, MetricSpec, render
 from exporter.sources.nvml_source import Nvml
+from foundation.exposition import MetricFamily, MetricSpec, render
 from simulator.fake_nvml import FakeNvml
 
 

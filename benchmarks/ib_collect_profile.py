@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from exporter.collectors.infiniband import InfinibandCollector
-from exporter.exposition import render
 from exporter.sources.ib_sysfs import ChangeDetection, InfinibandSysfsSource
+from foundation.exposition import render
 from simulator.sysfs_tree import SysfsTree, dgx_hcas
 
 _WARMUP = 50

@@ -32,12 +32,12 @@ from typing import Any
 
 from influxdb_client.client.write.point import Point
 
-from exporter.exposition import MetricFamily, MetricSpec
 from exporter.influx.lineproto import LineEncoder, parse_labels
 from exporter.influx.pusher import InfluxPusher
 from exporter.influx.settings import PushSettings
 from exporter.influx.writer import InfluxWriter
-from tests.integration import victoria_metrics
+from foundation.exposition import MetricFamily, MetricSpec
+from simulator.backends import victoria_metrics
 
 SPECS = (
     MetricSpec("ibpool_bench_hw_counter_total", "counter", "Bench.", ("device", "port", "counter")),
@@ -197,7 +197,7 @@ def outage(
     """Spill while the server is down, then drain once it is back: two figures."""
     with tempfile.TemporaryDirectory(prefix="ibpool-bench-spill-") as spill:
         fast_retry = dataclasses.replace(
-            settings, spill_directory=Path(spill), retry_interval_seconds=0.02, max_retry_delay_seconds=0.1
+            settings, spill_directory=Path(spill), retry_initial_seconds=0.02, retry_max_seconds=0.1
         )
         pusher = InfluxPusher(fast_retry, list)
         pusher.start(sample=False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -83,8 +84,6 @@ def main(argv: list[str]) -> int:
 
 
 def _report(scrapes: int, ours: object, ours_port: int, theirs: object, theirs_port: int) -> None:
-    import subprocess
-
     assert isinstance(ours, subprocess.Popen) and isinstance(theirs, subprocess.Popen)
     for gzip in (False, True):
         a, b = Scraper(ours_port, gzip=gzip), Scraper(theirs_port, gzip=gzip)

@@ -12,7 +12,7 @@ What runs, all in one process, each piece the real one except the cluster itself
   signals source, which scrapes those exporters;
 - auto-approval by `demo/approval.yaml` (`policy:demo`; the proposer is the recommender's policy);
 - the apply orchestrator (`scheduler_hooks.apply.orchestrator`) with the simulated sides
-  (`scheduler_hooks.apply.simulated_side`): changes go in over the server's HTTP controls the way OpenSM and
+  (`simulator.backends.simulated_side`): changes go in over the server's HTTP controls the way OpenSM and
   Slurm take them, and are verified by reading back.
 
 While it runs it prints one line per event (scripted jobs, faults, alert-like conditions firing and

@@ -23,6 +23,7 @@ from demo.real.fabric import RealError
 from demo.run import Demo
 from demo.settings import DEFAULT, FAST
 from demo.summary import build
+from postmortem.cli import main as postmortem
 from proposals.errors import ApprovalConfigError, StoreError
 from scheduler_hooks.errors import HookError
 from simulator.backends import BackendError
@@ -106,8 +107,6 @@ def main(argv: list[str]) -> int:
 
 def _write_report(out: Path) -> int:
     """The post-mortem report of the run, written beside its data."""
-    from postmortem.cli import main as postmortem
-
     report = out / "report.html"
     status = postmortem(["--run", str(out), "--out", str(report)])
     if status == 0:

@@ -42,10 +42,11 @@ from recommender.signals.embedded import EmbeddedSettings, EmbeddedSource
 from recommender.signals.model import Signals
 from scheduler_hooks.apply.orchestrator import Orchestrator
 from scheduler_hooks.apply.sides import Side
-from scheduler_hooks.apply.simulated_side import SimulatedQosSide, SimulatedSlurmSide
+from simulator.backends.simulated_side import SimulatedQosSide, SimulatedSlurmSide
 from simulator.cluster.model import ClusterModel
 from simulator.cluster.workload import JobRequest
 from simulator.serve.cluster_server import ClusterServer, ServerSettings
+from simulator.serve.qos_reader import SimulatorQos
 
 log = logging.getLogger(__name__)
 
@@ -228,6 +229,7 @@ class Demo:
                     max_age_seconds=3 * t.cycle_seconds,
                     wait_tick_bytes=WAIT_TICK_BYTES,
                 ),
+                SimulatorQos(f"{base}/-/model"),
                 clock=self.now,
                 sleep=server.runner.advance,
             )

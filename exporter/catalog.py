@@ -5,7 +5,11 @@ Collectors refer to these specs; nothing else defines a metric name.
 
 from __future__ import annotations
 
-from exporter.exposition import MetricSpec
+from foundation.exposition import MetricSpec
+from foundation.registry import BUILD_INFO, COLLECTOR_DURATION, COLLECTOR_SUCCESS
+
+# The self metrics every ibpool exporter serves are defined with the registry; listed here with the rest.
+SELF_METRICS = (COLLECTOR_SUCCESS, COLLECTOR_DURATION, BUILD_INFO)
 
 PREFIX = "ibpool_"
 
@@ -330,19 +334,6 @@ IB_READ_ERRORS = MetricSpec(
 )
 
 # --- Self ---------------------------------------------------------------------------------------
-COLLECTOR_SUCCESS = MetricSpec(
-    "ibpool_exporter_collector_success",
-    "gauge",
-    "1 if the collector's last run succeeded.",
-    ("collector",),
-)
-COLLECTOR_DURATION = MetricSpec(
-    "ibpool_exporter_collector_duration_seconds",
-    "gauge",
-    "How long the collector's last run took.",
-    ("collector",),
-)
-BUILD_INFO = MetricSpec("ibpool_build_info", "info", "ibpool version; value is always 1.", ("version",))
 NVML_ERRORS = MetricSpec(
     "ibpool_exporter_nvml_errors_total",
     "counter",

@@ -15,12 +15,6 @@ collectors:
   jobs: {enabled: true, directory: /run/ibpool/jobs}
 health:
   max_age_seconds: 300
-simulate:
-  enabled: false
-  gpus: 8
-  ports: 8
-  seed: 1
-  step_seconds: 1.0
 influx:                         # optional push to InfluxDB; every key: exporter/influx/config.py
   url: http://influxdb:8086
   spill: {directory: /var/lib/ibpool/influx-spill}
@@ -29,13 +23,12 @@ influx:                         # optional push to InfluxDB; every key: exporter
 
 from __future__ import annotations
 
-import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from exporter.errors import ConfigError
-from exporter.influx.config import INFLUX_OPTIONS, add_influx_flags, validate_influx
-from exporter.settings import Option, add_common_flags, all_yaml_keys, gather_settings, reporter, validate_web
+from exporter.influx.config import INFLUX_OPTIONS, validate_influx
+from exporter.influx.settings import PushSettings
+from foundation.settings import Bad, CommandSettings, Option
 
 DEFAULT_LISTEN = ":9470"
 
@@ -55,32 +48,12 @@ class ExporterConfig:
     jobs: bool = True
     jobs_directory: Path = Path("/run/ibpool/jobs")
     health_max_age_seconds: float = 300.0
-    simulate: bool = False
-    simulate_gpus: int = 8
-    simulate_ports: int = 8
-    simulate_seed: int = 1
-    simulate_step_seconds: float = 1.0
-    influx_url: str | None = None
-    influx_token_file: Path | None = None
-    influx_org: str = ""
-    influx_bucket: str = "ibpool"
-    influx_interval_seconds: float = 1.0
-    influx_batch_size: int = 5000
-    influx_flush_interval_seconds: float = 1.0
-    influx_buffer_points: int = 100_000
-    influx_spill_directory: Path | None = None
-    influx_spill_max_bytes: int = 1 << 30
-    influx_retry_initial_seconds: float = 1.0
-    influx_retry_max_seconds: float = 60.0
-    influx_retry_exponential_base: float = 2.0
-    influx_replay_seconds: float = 30.0
-    influx_timeout_seconds: float = 10.0
-    influx_gzip: bool = False
+    influx: PushSettings = field(default_factory=PushSettings)
     log_level: str = "info"
 
 
 # The node exporter's own options: flag, YAML key (nested keys are dotted), field, type, help.
-_OPTIONS: tuple[Option, ...] = (
+OPTIONS: tuple[Option, ...] = (
     Option("--collector.gpu", "collectors.gpu.enabled", "gpu", bool, "NVML GPU metrics"),
     Option("--gpu.deadline-seconds", "collectors.gpu.deadline_seconds", "gpu_deadline_seconds", float,
            "NVML deadline per scrape"),
@@ -95,51 +68,31 @@ _OPTIONS: tuple[Option, ...] = (
            "job mapping directory (/run/ibpool/jobs)"),
     Option("--health.max-age-seconds", "health.max_age_seconds", "health_max_age_seconds", float,
            "/healthz collects again when the last collection is older than this"),
-    Option("--simulate", "simulate.enabled", "simulate", bool,
-           "serve a simulated node (8 GPUs, 8 NDR ports) instead of the hardware"),
-    Option("--simulate.gpus", "simulate.gpus", "simulate_gpus", int),
-    Option("--simulate.ports", "simulate.ports", "simulate_ports", int),
-    Option("--simulate.seed", "simulate.seed", "simulate_seed", int),
-    Option("--simulate.step-seconds", "simulate.step_seconds", "simulate_step_seconds", float),
+    *INFLUX_OPTIONS,
 )  # fmt: skip
-# key in the YAML file -> (field, type); nested keys are dotted.
-_YAML_KEYS: dict[str, tuple[str, type]] = all_yaml_keys(_OPTIONS, INFLUX_OPTIONS)
-_FLAG_FIELDS = tuple(field for field, _ in _YAML_KEYS.values())  # each flag's dest is its field
 
 
-def build_parser(prog: str = "ibpool exporter") -> argparse.ArgumentParser:
-    """The exporter's command-line flags (every default is None so the YAML file can fill it)."""
-    p = argparse.ArgumentParser(prog=prog, description="Node exporter for NVIDIA GPUs and InfiniBand ports.")
-    add_common_flags(p, DEFAULT_LISTEN, _OPTIONS)
-    add_influx_flags(p)
-    return p
-
-
-def _validate(cfg: ExporterConfig, origin: dict[str, str], problems: list[str]) -> None:
-    bad = reporter(origin, problems)
-    validate_web(cfg, bad)
+def validate(cfg: ExporterConfig, bad: Bad) -> None:
+    """The node exporter's own checks (the web ones are shared)."""
     if cfg.gpu_deadline_seconds <= 0:
         bad("gpu_deadline_seconds", "must be > 0")
     if cfg.health_max_age_seconds <= 0:
         bad("health_max_age_seconds", "must be > 0")
-    if not cfg.simulate and cfg.infiniband and not cfg.sysfs_root.is_dir():
+    if cfg.infiniband and not cfg.sysfs_root.is_dir():
         bad("sysfs_root", f"not a directory: {cfg.sysfs_root}")
-    if not 1 <= cfg.simulate_gpus <= 64:
-        bad("simulate_gpus", "must be between 1 and 64")
-    if not 1 <= cfg.simulate_ports <= 64:
-        bad("simulate_ports", "must be between 1 and 64")
-    if cfg.simulate_step_seconds <= 0:
-        bad("simulate_step_seconds", "must be > 0")
-    validate_influx(cfg, bad)
+    validate_influx(cfg.influx, bad)
+
+
+SETTINGS = CommandSettings(
+    prog="ibpool exporter",
+    description="Node exporter for NVIDIA GPUs and InfiniBand ports.",
+    config_type=ExporterConfig,
+    options=OPTIONS,
+    validate=validate,
+    default_listen=DEFAULT_LISTEN,
+)
 
 
 def load_config(argv: list[str]) -> ExporterConfig:
     """Parse flags and the optional YAML file into one frozen config; raise ConfigError with all problems."""
-    args = build_parser().parse_args(argv)
-    problems: list[str] = []
-    values, origin = gather_settings(args, _YAML_KEYS, _FLAG_FIELDS, problems)
-    cfg = ExporterConfig(**values)
-    _validate(cfg, origin, problems)
-    if problems:
-        raise ConfigError(problems)
-    return cfg
+    return SETTINGS.load(argv)

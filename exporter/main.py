@@ -1,4 +1,4 @@
-"""`ibpool exporter`: parse the config, build the collectors, serve until SIGTERM or SIGINT."""
+"""`ibpool exporter`: parse the config, build the collectors over the hardware, serve until a signal."""
 
 from __future__ import annotations
 
@@ -6,25 +6,25 @@ import logging
 import resource
 import threading
 
-from exporter.app import install_routes
 from exporter.config import ExporterConfig, load_config
-from exporter.entry import run_exporter, web_config_of
 from exporter.errors import ExporterError
-from exporter.health import HealthCheck
-from exporter.http_server import MetricsHTTPServer, parse_listen_address
 from exporter.influx.config import push_settings
 from exporter.influx.pusher import InfluxPusher, start_push
-from exporter.registry import Registry
-from exporter.wiring import Node, build_node
+from exporter.wiring import HardwareFactory, Node, build_node, real_hardware
+from foundation.health import HealthCheck
+from foundation.http_server import MetricsHTTPServer, parse_listen_address
+from foundation.registry import Registry
+from foundation.routes import install_routes
+from foundation.service import run_service, web_config_of
 
 log = logging.getLogger(__name__)
 
 
-def serve(cfg: ExporterConfig, stop: threading.Event) -> int:
-    """Build everything from `cfg`, serve until `stop` is set, then clean up."""
+def serve(cfg: ExporterConfig, stop: threading.Event, hardware: HardwareFactory = real_hardware) -> int:
+    """Build everything from `cfg` over `hardware(cfg)`, serve until `stop` is set, then clean up."""
     web = web_config_of(cfg)
     raise_fd_limit()
-    node: Node = build_node(cfg)
+    node: Node = build_node(cfg, hardware(cfg))
     try:
         pusher = start_influx_push(cfg, node)
     except (ExporterError, OSError) as exc:
@@ -65,7 +65,7 @@ def serve(cfg: ExporterConfig, stop: threading.Event) -> int:
 
 def start_influx_push(cfg: ExporterConfig, node: Node) -> InfluxPusher | None:
     """The InfluxDB push over its own collector instances, started; None when no URL is configured."""
-    settings = push_settings(cfg)
+    settings = push_settings(cfg.influx)
     if settings is None or node.fresh_collectors is None:
         return None
     collectors, deadlines = node.fresh_collectors()
@@ -86,4 +86,4 @@ def raise_fd_limit() -> None:
 
 def main(argv: list[str]) -> int:
     """Entry point of `ibpool exporter`; exit 2 on an invalid configuration."""
-    return run_exporter("ibpool exporter", argv, load_config, serve)
+    return run_service("ibpool exporter", argv, load_config, serve)

@@ -1,3 +1,5 @@
-"""ibpool: observability and control for pooled NVIDIA GPUs on InfiniBand fabrics."""
+"""ibpool: observability and control for pooled NVIDIA GPUs on InfiniBand fabrics (the command on top)."""
 
-__version__ = "0.1.0"
+from foundation.version import __version__
+
+__all__ = ["__version__"]

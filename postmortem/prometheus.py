@@ -23,6 +23,8 @@ from typing import Any
 
 from postmortem.effects import measure
 from postmortem.model import Effect, Event, InputError, Point, RunData
+from proposals.errors import StoreError
+from proposals.store import Store
 
 Fetch = Callable[[str, Mapping[str, str]], Any]
 
@@ -138,9 +140,6 @@ def audit_events(
 ) -> tuple[list[Event], list[Effect]]:
     """Proposal, approval, refusal and apply events from the proposal store's audit log, and for each applied
     change its effect measured on `series` (mean over `window_s` before and after the apply)."""
-    from proposals.errors import StoreError
-    from proposals.store import Store
-
     if not db.is_file():
         raise InputError(f"no proposal store at {db}")
     try:

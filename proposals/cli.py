@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from foundation.logs import configure_logging
 from proposals import approval
 from proposals.approval_config import DEFAULT_CONFIG, ApprovalConfig, load_approval_config
 from proposals.errors import LookupFailedError, ProblemsError, RefusedError, StoreError
@@ -93,8 +94,6 @@ def main(argv: Sequence[str]) -> int:
         args = _parser().parse_args(list(argv))
     except SystemExit as exc:
         return int(exc.code or 0) if isinstance(exc.code, int) or exc.code is None else USAGE
-    from ibpool.cli import configure_logging
-
     configure_logging(args.log_level)
     command: Callable[[argparse.Namespace], int] = _COMMANDS[args.command]
     try:

@@ -1,57 +1,46 @@
 """`ibpool recommend`: one cycle (`--once`) or a schedule with metrics; flags over an optional YAML file.
 
-    ibpool recommend --once [--prometheus.url URL | --embedded.targets URL] [--db PATH] [--policy FILE]
+    ibpool recommend --once (--prometheus.url URL | --embedded.targets URL) [--db PATH] [--policy FILE]
                             [--json]
     ibpool recommend [--config.file FILE] [--interval SECONDS] [--web.listen-address HOST:PORT]
-    ibpool recommend --fabric-scenario          # print the shared-uplink fabric scenario's figures
 
-Without a Prometheus URL the embedded source scrapes the exporters (default: the simulated cluster on
-127.0.0.1:9479). The hysteresis memory is kept beside the store (`<db>.recommender-state.json`).
+The embedded source scrapes the exporters listed by an http_sd targets URL. The hysteresis memory is kept
+beside the store (`<db>.recommender-state.json`).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
+import signal
 import sys
 import threading
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import FrameType
 
-from exporter.errors import ConfigError
-from exporter.settings import gather_settings, reporter
+from foundation.errors import ConfigError
+from foundation.logs import configure_logging
+from foundation.service import web_config_of
+from foundation.settings import Bad, CommandSettings, Option
 from proposals.approval_config import ApprovalConfig, load_approval_config
 from proposals.errors import ApprovalConfigError, StoreError
 from proposals.store import Store
 from recommender.cycle import CycleResult, Recommender, state_path_for
 from recommender.policies.quota import QuotaParams, QuotaPolicy
+from recommender.service import Service
 from recommender.signals.embedded import EmbeddedSettings, EmbeddedSource
 from recommender.signals.prometheus import PrometheusSettings, PrometheusSource
-from recommender.signals.qos import OpenSmQosFile, QosReader, SimulatorQos
+from recommender.signals.qos import OpenSmQosFile, QosReader
 from recommender.signals.source import SignalSource
 
 log = logging.getLogger(__name__)
 
 DEFAULT_DB = Path("/var/lib/ibpool/ibpool.db")
-DEFAULT_TARGETS = "http://127.0.0.1:9479/targets"
-YAML_KEYS: dict[str, tuple[str, type]] = {
-    "prometheus.url": ("prometheus_url", str),
-    "embedded.targets": ("embedded_targets", str),
-    "embedded.fabric": ("embedded_fabric", str),
-    "embedded.scheduler": ("embedded_scheduler", str),
-    "embedded.window_seconds": ("window_seconds", float),
-    "qos.file": ("qos_file", Path),
-    "qos.url": ("qos_url", str),
-    "db": ("db", Path),
-    "policy": ("policy", Path),
-    "interval_seconds": ("interval_seconds", float),
-    "max_age_seconds": ("max_age_seconds", float),
-    "web.listen_address": ("listen_address", str),
-    "log.level": ("log_level", str),
-}
+DEFAULT_LISTEN = ":9481"
 
 
 @dataclass(frozen=True)
@@ -59,44 +48,78 @@ class RecommendConfig:
     """Parsed configuration (frozen)."""
 
     prometheus_url: str | None = None
-    embedded_targets: str = DEFAULT_TARGETS
+    embedded_targets: str | None = None
     embedded_fabric: str | None = None
     embedded_scheduler: str | None = None
     window_seconds: float = 5.0
     qos_file: Path | None = None
-    qos_url: str | None = None
     db: Path = DEFAULT_DB
     policy: Path | None = None
     interval_seconds: float = 60.0
     max_age_seconds: float = 120.0
-    listen_address: str = ":9481"
+    listen_address: str = DEFAULT_LISTEN
+    web_config_file: Path | None = None
+    telemetry_path: str = "/metrics"
     log_level: str = "info"
     priorities: dict[str, int] = field(default_factory=dict)
     pool_sl: dict[str, int] = field(default_factory=dict)
 
 
+OPTIONS: tuple[Option, ...] = (
+    Option("--prometheus.url", "prometheus.url", "prometheus_url", str,
+           "read the signals from this Prometheus (or any PromQL endpoint)"),
+    Option("--embedded.targets", "embedded.targets", "embedded_targets", str,
+           "or scrape the exporters listed by this http_sd targets URL"),
+    Option("--embedded.fabric", "embedded.fabric", "embedded_fabric", str,
+           "fabric exporter metrics URL (default: /fabric/metrics on the targets host)"),
+    Option("--embedded.scheduler", "embedded.scheduler", "embedded_scheduler", str,
+           "scheduler exporter metrics URL (default: /scheduler/metrics on the targets host)"),
+    Option("--embedded.window-seconds", "embedded.window_seconds", "window_seconds", float,
+           "seconds between the two scrapes of the first cycle (5)"),
+    Option("--qos.file", "qos.file", "qos_file", Path, "opensm.conf holding the QoS tables in force"),
+    Option("--db", "db", "db", Path, "proposal store ($IBPOOL_DB, else /var/lib/ibpool/ibpool.db)"),
+    Option("--policy", "policy", "policy", Path, "auto-approval policy file"),
+    Option("--interval", "interval_seconds", "interval_seconds", float, "seconds between cycles (60)"),
+    Option("--max-age", "max_age_seconds", "max_age_seconds", float,
+           "signals older than this many seconds count as missing (120)"),
+)  # fmt: skip
+
+
+def validate(cfg: RecommendConfig, bad: Bad) -> None:
+    """The recommender's own checks (the web ones are shared)."""
+    if cfg.interval_seconds <= 0:
+        bad("interval_seconds", "must be > 0")
+    if cfg.window_seconds <= 0:
+        bad("window_seconds", "must be > 0")
+    if cfg.max_age_seconds <= 0:
+        bad("max_age_seconds", "must be > 0")
+    if cfg.policy is not None and not cfg.policy.is_file():
+        bad("policy", f"file not found: {cfg.policy}")
+    if not cfg.prometheus_url and not cfg.embedded_targets:
+        bad(
+            "prometheus_url", "give a Prometheus URL (--prometheus.url) or a targets URL (--embedded.targets)"
+        )
+
+
+SETTINGS = CommandSettings(
+    prog="ibpool recommend",
+    description="Propose pool moves and VL-weight changes from the time series.",
+    config_type=RecommendConfig,
+    options=OPTIONS,
+    validate=validate,
+    default_listen=DEFAULT_LISTEN,
+)
+
+
 def parser() -> argparse.ArgumentParser:
     """The flags (a flag given wins over the YAML file)."""
-    p = argparse.ArgumentParser(prog="ibpool recommend", description=__doc__.splitlines()[0])
+    p = SETTINGS.parser()
     p.add_argument("--once", action="store_true", help="run one cycle, print it, exit")
     p.add_argument("--json", action="store_true", help="with --once: print the cycle as JSON")
-    p.add_argument("--fabric-scenario", action="store_true", help="print the fabric scenario's figures")
-    p.add_argument("--config.file", dest="config_file", type=Path, default=None)
-    p.add_argument("--prometheus.url", dest="prometheus_url", default=None)
-    p.add_argument("--embedded.targets", dest="embedded_targets", default=None)
-    p.add_argument("--embedded.fabric", dest="embedded_fabric", default=None)
-    p.add_argument("--embedded.scheduler", dest="embedded_scheduler", default=None)
-    p.add_argument("--embedded.window-seconds", dest="window_seconds", type=float, default=None)
-    p.add_argument("--qos.file", dest="qos_file", type=Path, default=None, help="opensm.conf (QoS tables)")
-    p.add_argument("--qos.url", dest="qos_url", default=None, help="the simulated cluster's /-/model")
-    p.add_argument("--db", dest="db", type=Path, default=None, help="proposal store ($IBPOOL_DB)")
-    p.add_argument("--policy", dest="policy", type=Path, default=None, help="approval policy file")
-    p.add_argument("--interval", dest="interval_seconds", type=float, default=None)
-    p.add_argument("--max-age", dest="max_age_seconds", type=float, default=None)
-    p.add_argument("--web.listen-address", dest="listen_address", default=None)
-    p.add_argument("--log.level", dest="log_level", default=None)
     p.add_argument("--priority", action="append", default=[], metavar="POOL=RANK", help="pool priority rank")
-    p.add_argument("--pool-sl", action="append", default=[], metavar="POOL=SL", help="with --qos.file")
+    p.add_argument(
+        "--pool-sl", action="append", default=[], metavar="POOL=SL", help="a pool's SL (with --qos.file)"
+    )
     return p
 
 
@@ -113,35 +136,27 @@ def _pairs(items: list[str], what: str, problems: list[str]) -> dict[str, int]:
 
 def load(args: argparse.Namespace) -> RecommendConfig:
     """Flags over YAML; ConfigError lists every problem."""
+    if args.db is None and os.environ.get("IBPOOL_DB"):
+        args.db = Path(os.environ["IBPOOL_DB"])
     problems: list[str] = []
-    flag_fields = [f.name for f in fields(RecommendConfig) if f.name not in ("priorities", "pool_sl")]
-    values, origin = gather_settings(args, YAML_KEYS, flag_fields, problems)
-    if "db" not in values and os.environ.get("IBPOOL_DB"):
-        values["db"] = Path(os.environ["IBPOOL_DB"])
-    values["priorities"] = _pairs(args.priority, "--priority", problems)
-    values["pool_sl"] = _pairs(args.pool_sl, "--pool-sl", problems)
-    cfg = RecommendConfig(**values)
-    bad = reporter(origin, problems)
-    if cfg.interval_seconds <= 0:
-        bad("interval_seconds", "must be > 0")
-    if cfg.window_seconds <= 0:
-        bad("window_seconds", "must be > 0")
-    if cfg.policy is not None and not cfg.policy.is_file():
-        bad("policy", f"file not found: {cfg.policy}")
+    try:
+        cfg = SETTINGS.load([], args)
+    except ConfigError as exc:
+        problems.extend(exc.problems)
+        cfg = RecommendConfig()
+    priorities = _pairs(args.priority, "--priority", problems)
+    pool_sl = _pairs(args.pool_sl, "--pool-sl", problems)
     if problems:
         raise ConfigError(problems)
-    return cfg
+    return dataclasses.replace(cfg, priorities=priorities, pool_sl=pool_sl)
 
 
 def build_source(cfg: RecommendConfig) -> SignalSource:
     """Prometheus when a URL is given, else the embedded scrape."""
-    qos: QosReader | None = None
-    if cfg.qos_file is not None:
-        qos = OpenSmQosFile(cfg.qos_file, cfg.pool_sl)
-    elif cfg.qos_url is not None:
-        qos = SimulatorQos(cfg.qos_url)
+    qos: QosReader | None = OpenSmQosFile(cfg.qos_file, cfg.pool_sl) if cfg.qos_file is not None else None
     if cfg.prometheus_url:
         return PrometheusSource(PrometheusSettings(cfg.prometheus_url, cfg.max_age_seconds), qos)
+    assert cfg.embedded_targets is not None  # validate() requires one of the two URLs
     settings = EmbeddedSettings(
         cfg.embedded_targets,
         cfg.embedded_fabric,
@@ -184,13 +199,7 @@ def print_result(result: CycleResult, as_json: bool) -> None:
 
 def main(argv: list[str]) -> int:
     """`ibpool recommend` entry point: 0 ok, 1 runtime error, 2 bad configuration."""
-    from ibpool.cli import configure_logging
-
     args = parser().parse_args(argv)
-    if args.fabric_scenario:
-        from recommender.fabric_scenario import main as scenario_main
-
-        return scenario_main()
     try:
         cfg = load(args)
         approval = load_approval_config(cfg.policy) if cfg.policy is not None else None
@@ -214,13 +223,9 @@ def main(argv: list[str]) -> int:
 
 
 def _serve(cfg: RecommendConfig, approval: ApprovalConfig | None) -> int:
-    import signal
-
-    from recommender.service import Service
-
     stop = threading.Event()
 
-    def on_signal(signum: int, _: Any) -> None:
+    def on_signal(signum: int, _: FrameType | None) -> None:
         log.info("received %s, shutting down", signal.Signals(signum).name)
         stop.set()
 
@@ -231,5 +236,7 @@ def _serve(cfg: RecommendConfig, approval: ApprovalConfig | None) -> int:
         str(cfg.db),
         cfg.interval_seconds,
         cfg.listen_address,
+        web=web_config_of(cfg),
+        telemetry_path=cfg.telemetry_path,
     )
     return service.serve(stop)

@@ -16,12 +16,13 @@ from datetime import UTC, datetime
 from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
 
 from exporter import catalog
-from exporter.app import install_routes
-from exporter.exposition import MetricFamily, MetricSpec
-from exporter.fabric.vlarb import weights_by_vl
-from exporter.health import HealthCheck
-from exporter.http_server import MetricsHTTPServer, parse_listen_address
-from exporter.registry import Registry
+from foundation.exposition import MetricFamily, MetricSpec
+from foundation.health import HealthCheck
+from foundation.http_server import MetricsHTTPServer, parse_listen_address
+from foundation.registry import Registry
+from foundation.routes import install_routes
+from foundation.vlarb import weights_by_vl
+from foundation.web_config import WebConfig
 from proposals import targets
 from proposals.metrics import proposal_counts
 from proposals.states import PENDING
@@ -156,12 +157,21 @@ class Service:
     """Runs cycles every `interval_seconds` and serves metrics until `stop` is set."""
 
     def __init__(
-        self, make: Callable[[Store], Recommender], db: str, interval_seconds: float, listen_address: str
+        self,
+        make: Callable[[Store], Recommender],
+        db: str,
+        interval_seconds: float,
+        listen_address: str,
+        *,
+        web: WebConfig | None = None,
+        telemetry_path: str = "/metrics",
     ) -> None:
         self.make = make
         self.db = db
         self.interval = interval_seconds
         self.listen_address = listen_address
+        self.web = web or WebConfig()
+        self.telemetry_path = telemetry_path
         self.stats = CycleStats(submitted={})
         self.lock = threading.Lock()
         self._recommender: Recommender | None = None
@@ -195,8 +205,8 @@ class Service:
         Store(self.db).close()  # create the store before the first scrape
         registry = Registry([RecommenderCollector(self.db, self.stats, self.lock)])
         health = HealthCheck(registry, max(60.0, 2 * self.interval))
-        server = MetricsHTTPServer(parse_listen_address(self.listen_address))
-        install_routes(server, registry, health, "/metrics")
+        server = MetricsHTTPServer(parse_listen_address(self.listen_address), self.web)
+        install_routes(server, registry, health, self.telemetry_path)
         server.serve_in_thread()
         scheduler = BackgroundScheduler()
         scheduler.add_job(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.exposition import MetricSpec
+from foundation.exposition import MetricSpec
 
 FAMILY_SPEC = MetricSpec("ibpool_test_family", "gauge", "A test family.", ("name",))
 

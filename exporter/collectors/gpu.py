@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from exporter import catalog
-from exporter.exposition import MetricFamily, MetricSpec
 from exporter.sources.nvml_source import GpuSnapshot, Nvml, NvmlErrorCounts, NvmlSource
 from exporter.sources.xid_events import XidWatcher
+from foundation.exposition import MetricFamily, MetricSpec
 
 # (metric, snapshot attribute) for every single-valued GPU metric.
 _SCALARS: tuple[tuple[MetricSpec, str], ...] = (

@@ -9,9 +9,9 @@ read-error counter. Label strings are rendered once per port and reused, so a sc
 from __future__ import annotations
 
 from exporter import catalog
-from exporter.exposition import MetricFamily, MetricSpec, render_labels
 from exporter.sources.ib_sysfs import DeviceInfo, InfinibandSnapshot, InfinibandSysfsSource, PortSnapshot
 from exporter.sources.verbs import VerbsMtuSource
+from foundation.exposition import MetricFamily, MetricSpec, render_labels
 
 SATURATED_32 = (1 << 32) - 1
 _PORT_LABELS = ("device", "port")

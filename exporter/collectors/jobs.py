@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from exporter import catalog
-from exporter.exposition import MetricFamily
 from exporter.sources.job_map import JobMapSource
+from foundation.exposition import MetricFamily
 
 
 class JobsCollector:

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from exporter.exposition import MetricFamily
 from exporter.fabric.model import SweepResult
+from foundation.exposition import MetricFamily
 
 log = logging.getLogger(__name__)
 

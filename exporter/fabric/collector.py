@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from exporter.exposition import MetricFamily
 from exporter.fabric.background import BackgroundSweeper
 from exporter.fabric.errors import NoSweepYetError
+from foundation.exposition import MetricFamily
 
 
 class FabricCollector:

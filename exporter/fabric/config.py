@@ -34,17 +34,15 @@ log:
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from exporter.errors import ConfigError
 from exporter.fabric.errors import NameMapError
 from exporter.fabric.names import load_name_map
 from exporter.fabric.sweep import VL_MODES, VlMode
 from exporter.fabric.vlarb_read import VLARB_MODES, VlarbMode
-from exporter.settings import Option, add_common_flags, all_yaml_keys, gather_settings, reporter, validate_web
+from foundation.settings import Bad, CommandSettings, Option
 
 DEFAULT_LISTEN = ":9471"
 
@@ -76,7 +74,7 @@ class FabricConfig:
 
 
 # The fabric exporter's own options: flag, YAML key (nested keys are dotted), field, type, help.
-_OPTIONS: tuple[Option, ...] = (
+OPTIONS: tuple[Option, ...] = (
     Option("--fabric.sweep-interval", "fabric.sweep_interval_seconds", "sweep_interval_seconds", float,
            "seconds between sweeps (15)"),
     Option("--fabric.concurrency", "fabric.concurrency", "concurrency", int,
@@ -105,19 +103,6 @@ _OPTIONS: tuple[Option, ...] = (
     Option("--health.max-age-seconds", "health.max_age_seconds", "health_max_age_seconds", float,
            "/healthz fails when the last complete sweep is older than this (300)"),
 )  # fmt: skip
-# key in the YAML file -> (field, type); nested keys are dotted.
-_YAML_KEYS: dict[str, tuple[str, type]] = all_yaml_keys(_OPTIONS)
-_FIELDS = tuple(field for field, _ in _YAML_KEYS.values())
-
-
-def build_parser(prog: str = "ibpool fabric-exporter") -> argparse.ArgumentParser:
-    """The fabric exporter's flags (every default is None so the YAML file can fill it)."""
-    p = argparse.ArgumentParser(
-        prog=prog,
-        description="Fabric-wide InfiniBand exporter: ibnetdiscover, iblinkinfo, perfquery, smpquery vlarb.",
-    )
-    add_common_flags(p, DEFAULT_LISTEN, _OPTIONS)
-    return p
 
 
 def _normalise(flat: dict[str, Any]) -> None:
@@ -126,9 +111,8 @@ def _normalise(flat: dict[str, Any]) -> None:
             flat[key] = "off"  # YAML 1.1 reads a bare `off` as false
 
 
-def _validate(cfg: FabricConfig, origin: dict[str, str], problems: list[str]) -> None:
-    bad = reporter(origin, problems)
-    validate_web(cfg, bad)
+def validate(cfg: FabricConfig, bad: Bad) -> None:
+    """The fabric exporter's own checks (the web ones are shared)."""
     for name in ("sweep_interval_seconds", "command_timeout_seconds", "health_max_age_seconds"):
         if not getattr(cfg, name) > 0:
             bad(name, "must be > 0")
@@ -154,18 +138,21 @@ def _validate(cfg: FabricConfig, origin: dict[str, str], problems: list[str]) ->
         try:
             load_name_map(cfg.node_name_map)
         except NameMapError as exc:
-            problems.extend(
-                f"{origin.get('node_name_map', 'default')}: node_name_map: {p}" for p in exc.problems
-            )
+            for problem in exc.problems:
+                bad("node_name_map", problem)
+
+
+SETTINGS = CommandSettings(
+    prog="ibpool fabric-exporter",
+    description="Fabric-wide InfiniBand exporter: ibnetdiscover, iblinkinfo, perfquery, smpquery vlarb.",
+    config_type=FabricConfig,
+    options=OPTIONS,
+    validate=validate,
+    default_listen=DEFAULT_LISTEN,
+    normalise=_normalise,
+)
 
 
 def load_config(argv: list[str]) -> FabricConfig:
     """Parse flags and the optional YAML file into one frozen config; raise ConfigError with all problems."""
-    args = build_parser().parse_args(argv)
-    problems: list[str] = []
-    values, origin = gather_settings(args, _YAML_KEYS, _FIELDS, problems, _normalise)
-    cfg = FabricConfig(**values)
-    _validate(cfg, origin, problems)
-    if problems:
-        raise ConfigError(problems)
-    return cfg
+    return SETTINGS.load(argv)

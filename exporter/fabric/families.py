@@ -9,11 +9,11 @@ VL arbitration weights (`ibpool_vl_weight{source="live"}`) come from the ports w
 from __future__ import annotations
 
 from exporter import catalog
-from exporter.exposition import MetricFamily
 from exporter.fabric.model import FabricNode, NodeReading, PortReading, SweepResult
 from exporter.fabric.names import NameMap
 from exporter.fabric.rates import rate_bytes_per_second
-from exporter.fabric.vlarb import weights_by_vl
+from foundation.exposition import MetricFamily
+from foundation.vlarb import weights_by_vl
 
 SATURATED_32 = (1 << 32) - 1
 _MULTIPLIER = {name: multiplier for name, (_, multiplier) in catalog.IB_COUNTERS.items()}

@@ -14,8 +14,6 @@ import threading
 from functools import partial
 from pathlib import Path
 
-from exporter.app import install_routes
-from exporter.entry import run_exporter, web_config_of
 from exporter.errors import ExporterError
 from exporter.fabric.background import BackgroundSweeper
 from exporter.fabric.collector import FabricCollector
@@ -23,11 +21,13 @@ from exporter.fabric.commands import DiagCommands, DiagOptions
 from exporter.fabric.config import FabricConfig, load_config
 from exporter.fabric.families import build_families
 from exporter.fabric.names import NameMap, load_name_map
-from exporter.fabric.runner import CommandRunner, scratch_parent
 from exporter.fabric.sweep import Sweeper, SweepSettings
-from exporter.health import HealthCheck
-from exporter.http_server import MetricsHTTPServer, parse_listen_address
-from exporter.registry import Registry
+from foundation.commands import CommandRunner, scratch_parent
+from foundation.health import HealthCheck
+from foundation.http_server import MetricsHTTPServer, parse_listen_address
+from foundation.registry import Registry
+from foundation.routes import install_routes
+from foundation.service import run_service, web_config_of
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def serve(cfg: FabricConfig, stop: threading.Event) -> int:
 
 def main(argv: list[str]) -> int:
     """Entry point of `ibpool fabric-exporter`; exit 2 on an invalid configuration."""
-    return run_exporter(PROG, argv, load_config, serve)
+    return run_service(PROG, argv, load_config, serve)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from exporter.fabric.vlarb import VlarbTables
+from foundation.vlarb import VlarbTables
 
 NodeKind = Literal["switch", "ca", "router"]
 Attribute = Literal["basic", "extended", "vl"]

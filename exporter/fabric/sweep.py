@@ -35,9 +35,9 @@ from exporter.fabric.model import (
     Topology,
 )
 from exporter.fabric.perfquery import CounterBlock, parse_perfquery
-from exporter.fabric.runner import CommandResult, CommandRunner
 from exporter.fabric.topology import parse_ibnetdiscover
 from exporter.fabric.vlarb_read import VlarbMode, vlarb_reading, vlarb_targets
+from foundation.commands import CommandResult, CommandRunner
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Literal
 
 from exporter.fabric.model import FabricNode, PortKey, PortState, Topology, VlarbReading
-from exporter.fabric.runner import CommandResult
-from exporter.fabric.vlarb import VlarbParseError, parse_vlarb
+from foundation.commands import CommandResult
+from foundation.vlarb import VlarbParseError, parse_vlarb
 
 VlarbMode = Literal["off", "first", "all"]
 VLARB_MODES: tuple[VlarbMode, ...] = ("off", "first", "all")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from exporter.exposition import MetricFamily, MetricSpec
+from foundation.exposition import MetricFamily, MetricSpec
 
 FIELD = "value"
 _ESCAPE_MEASUREMENT = str.maketrans({",": r"\,", " ": r"\ ", "\n": r"\n", "\t": r"\t", "\r": r"\r"})

@@ -21,9 +21,9 @@ from exporter.catalog import (
     INFLUX_SPILL_CORRUPT_RECORDS,
     INFLUX_SPILL_POINTS,
 )
-from exporter.exposition import MetricFamily
 from exporter.influx.buffer import BUFFER_DROP_REASONS, BufferState
 from exporter.influx.spill import DROP_REASONS as SPILL_DROP_REASONS
+from foundation.exposition import MetricFamily
 
 DROP_REASONS = (*SPILL_DROP_REASONS, *BUFFER_DROP_REASONS, "not_finite")
 

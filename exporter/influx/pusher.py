@@ -35,8 +35,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-from exporter.collectors.base import Collector
-from exporter.exposition import MetricFamily
 from exporter.influx.backoff import Backoff
 from exporter.influx.buffer import PushBuffer
 from exporter.influx.lineproto import LineEncoder
@@ -45,7 +43,9 @@ from exporter.influx.replay import ReplayWindow
 from exporter.influx.settings import PushSettings
 from exporter.influx.spill import SpillQueue
 from exporter.influx.writer import InfluxWriter, Writer
-from exporter.registry import Registry
+from foundation.collector import Collector
+from foundation.exposition import MetricFamily
+from foundation.registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ class InfluxPusher:
             s.url, s.bucket, org=s.org, token=s.token, timeout_seconds=s.timeout_seconds, gzip=s.gzip
         )
         self._backoff = Backoff(
-            s.retry_interval_seconds, s.exponential_base, s.max_retry_delay_seconds, s.jitter, rng
+            s.retry_initial_seconds, s.retry_exponential_base, s.retry_max_seconds, s.jitter, rng
         )
         self._stop_sampling = threading.Event()
         self._stop_sending = threading.Event()

@@ -1,4 +1,4 @@
-"""What the InfluxDB push needs, as one frozen object."""
+"""What the InfluxDB push needs, as one frozen object: the `influx` section of the exporter's config."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class PushSettings:
-    """Server, sampling, batching, buffering and retry settings of the push."""
+    """Server, sampling, batching, buffering and retry settings of the push (off while `url` is empty).
 
-    url: str
+    `token` is read from `token_file` when the push starts (`exporter.influx.config.push_settings`)."""
+
+    url: str = ""
     bucket: str = "ibpool"
     org: str = ""
+    token_file: Path | None = None
     token: str = ""
     interval_seconds: float = 1.0
     batch_size: int = 5000
@@ -21,9 +24,9 @@ class PushSettings:
     spill_directory: Path | None = None
     spill_max_bytes: int = 1 << 30
     spill_segment_bytes: int = 8 << 20
-    retry_interval_seconds: float = 1.0
-    max_retry_delay_seconds: float = 60.0
-    exponential_base: float = 2.0
+    retry_initial_seconds: float = 1.0
+    retry_max_seconds: float = 60.0
+    retry_exponential_base: float = 2.0
     jitter: float = 0.2
     replay_seconds: float = 30.0
     timeout_seconds: float = 10.0
@@ -33,6 +36,8 @@ class PushSettings:
     def problems(self) -> list[tuple[str, str]]:
         """(field, message) for every invalid value."""
         out: list[tuple[str, str]] = []
+        if self.token_file is not None and not self.token_file.is_file():
+            out.append(("token_file", f"file not found: {self.token_file}"))
         if not self.url.startswith(("http://", "https://")):
             out.append(("url", "must start with http:// or https://"))
         if not self.bucket:
@@ -40,7 +45,7 @@ class PushSettings:
         positive = {
             "interval_seconds": self.interval_seconds,
             "flush_interval_seconds": self.flush_interval_seconds,
-            "retry_interval_seconds": self.retry_interval_seconds,
+            "retry_initial_seconds": self.retry_initial_seconds,
             "timeout_seconds": self.timeout_seconds,
             "batch_size": self.batch_size,
             "buffer_points": self.buffer_points,
@@ -50,12 +55,12 @@ class PushSettings:
         out.extend((name, "must be > 0") for name, value in positive.items() if value <= 0)
         if 0 < self.interval_seconds < 0.01:
             out.append(("interval_seconds", "must be >= 0.01 (points of one series need distinct ms stamps)"))
-        if self.max_retry_delay_seconds < self.retry_interval_seconds:
-            out.append(("max_retry_delay_seconds", "must be >= the first retry interval"))
+        if self.retry_max_seconds < self.retry_initial_seconds:
+            out.append(("retry_max_seconds", "must be >= the first retry interval"))
         if self.replay_seconds < 0:
             out.append(("replay_seconds", "must be >= 0 (0: no replay)"))
-        if self.exponential_base < 1:
-            out.append(("exponential_base", "must be >= 1"))
+        if self.retry_exponential_base < 1:
+            out.append(("retry_exponential_base", "must be >= 1"))
         if self.buffer_points < self.batch_size:
             out.append(("buffer_points", "must be >= batch_size"))
         return out

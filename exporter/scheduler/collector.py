@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable
 
 from exporter import catalog
-from exporter.exposition import MetricFamily
 from exporter.scheduler.errors import NoFreshDataError
 from exporter.scheduler.poller import PollState, SchedulerPoller
 from exporter.scheduler.pools import SchedulerSnapshot
+from foundation.exposition import MetricFamily
 
 
 def fresh_snapshot(state: PollState, now: float, max_age_seconds: float) -> SchedulerSnapshot:

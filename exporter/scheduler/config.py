@@ -23,13 +23,11 @@ log:
 
 from __future__ import annotations
 
-import argparse
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from exporter.errors import ConfigError
-from exporter.settings import Option, add_common_flags, all_yaml_keys, gather_settings, reporter, validate_web
+from foundation.settings import Bad, CommandSettings, Option
 
 DEFAULT_LISTEN = ":9472"
 COMMANDS_PER_POLL = 3
@@ -54,7 +52,7 @@ class SchedulerExporterConfig:
 
 
 # The scheduler exporter's own options: flag, YAML key (nested keys are dotted), field, type, help.
-_OPTIONS: tuple[Option, ...] = (
+OPTIONS: tuple[Option, ...] = (
     Option("--slurm.bin-dir", "slurm.bin_dir", "slurm_bin_dir", Path,
            "directory of sinfo, squeue, scontrol (PATH)"),
     Option("--slurm.conf", "slurm.conf", "slurm_conf", Path, "slurm.conf for the commands (sets SLURM_CONF)"),
@@ -68,23 +66,10 @@ _OPTIONS: tuple[Option, ...] = (
            "GPUs per node when no node has GPU GRES (default: GPU figures omitted then)"),
     Option("--slurm.gres-name", "slurm.gres_name", "gres_name", str, "GRES name that counts as a GPU (gpu)"),
 )  # fmt: skip
-# key in the YAML file -> (field, type); nested keys are dotted.
-_YAML_KEYS: dict[str, tuple[str, type]] = all_yaml_keys(_OPTIONS)
-_FLAG_FIELDS = tuple(field for field, _ in _YAML_KEYS.values())
 
 
-def build_parser(prog: str = "ibpool scheduler-exporter") -> argparse.ArgumentParser:
-    """The command-line flags (every default is None so that the YAML file can fill it)."""
-    p = argparse.ArgumentParser(
-        prog=prog, description="Slurm pools (partitions): GPUs, queues and node states, for Prometheus."
-    )
-    add_common_flags(p, DEFAULT_LISTEN, _OPTIONS)
-    return p
-
-
-def _validate(cfg: SchedulerExporterConfig, origin: dict[str, str], problems: list[str]) -> None:
-    bad = reporter(origin, problems)
-    validate_web(cfg, bad)
+def validate(cfg: SchedulerExporterConfig, bad: Bad) -> None:
+    """The scheduler exporter's own checks (the web ones are shared)."""
     if cfg.slurm_bin_dir is not None and not cfg.slurm_bin_dir.is_dir():
         bad("slurm_bin_dir", f"not a directory: {cfg.slurm_bin_dir}")
     if cfg.slurm_conf is not None and not cfg.slurm_conf.is_file():
@@ -106,13 +91,16 @@ def _validate(cfg: SchedulerExporterConfig, origin: dict[str, str], problems: li
         bad("gres_name", f"not a GRES name: {cfg.gres_name!r}")
 
 
+SETTINGS = CommandSettings(
+    prog="ibpool scheduler-exporter",
+    description="Slurm pools (partitions): GPUs, queues and node states, for Prometheus.",
+    config_type=SchedulerExporterConfig,
+    options=OPTIONS,
+    validate=validate,
+    default_listen=DEFAULT_LISTEN,
+)
+
+
 def load_config(argv: list[str]) -> SchedulerExporterConfig:
     """Parse flags and the optional YAML file into one frozen config; raise ConfigError with all problems."""
-    args = build_parser().parse_args(argv)
-    problems: list[str] = []
-    values, origin = gather_settings(args, _YAML_KEYS, _FLAG_FIELDS, problems)
-    cfg = SchedulerExporterConfig(**values)
-    _validate(cfg, origin, problems)
-    if problems:
-        raise ConfigError(problems)
-    return cfg
+    return SETTINGS.load(argv)

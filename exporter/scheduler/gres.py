@@ -9,7 +9,7 @@ TRES strings: `cpu=2,mem=1000M,node=2,gres/gpu=16,gres/gpu:a100=16`.
 
 from __future__ import annotations
 
-from exporter.scheduler.hostlist import split_top_level
+from foundation.hostlist import split_top_level
 
 _NONE = ("", "(null)", "N/A", "none")
 

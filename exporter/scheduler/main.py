@@ -5,18 +5,18 @@ from __future__ import annotations
 import logging
 import threading
 
-from exporter.app import install_routes
-from exporter.collectors.base import Collector
-from exporter.entry import run_exporter, web_config_of
 from exporter.errors import ExporterError
-from exporter.health import HealthCheck
-from exporter.http_server import MetricsHTTPServer, parse_listen_address
-from exporter.registry import Registry
 from exporter.scheduler.collector import SchedulerCollector, SchedulerStatusCollector
 from exporter.scheduler.commands import SlurmCommands
 from exporter.scheduler.config import COMMANDS_PER_POLL, SchedulerExporterConfig, load_config
 from exporter.scheduler.poller import SchedulerPoller
 from exporter.scheduler.reader import SlurmReader
+from foundation.collector import Collector
+from foundation.health import HealthCheck
+from foundation.http_server import MetricsHTTPServer, parse_listen_address
+from foundation.registry import Registry
+from foundation.routes import install_routes
+from foundation.service import run_service, web_config_of
 
 log = logging.getLogger(__name__)
 
@@ -85,4 +85,4 @@ def serve(cfg: SchedulerExporterConfig, stop: threading.Event) -> int:
 
 def main(argv: list[str]) -> int:
     """Entry point of `ibpool scheduler-exporter`; exit 2 on an invalid config, 1 when it cannot start."""
-    return run_exporter("ibpool scheduler-exporter", argv, load_config, serve)
+    return run_service("ibpool scheduler-exporter", argv, load_config, serve)

@@ -13,9 +13,9 @@ from typing import Any
 
 from exporter.scheduler.errors import ParseError, SlurmReportedError
 from exporter.scheduler.gres import gres_count, tres_count
-from exporter.scheduler.hostlist import count_array_tasks, expand_hostlist
 from exporter.scheduler.model import Job, Node
 from exporter.scheduler.states import BASE_STATES, normalise_node_state
+from foundation.hostlist import count_array_tasks, expand_hostlist
 
 Record = dict[str, Any]
 

@@ -20,8 +20,8 @@ from urllib.parse import urljoin, urlsplit
 from recommender.signals import scrape as sc
 from recommender.signals.assemble import assemble
 from recommender.signals.fetch import http_get
-from recommender.signals.model import LINKS, NODES, POOLS, QosSignals, Signals
-from recommender.signals.qos import QosError, QosReader, SimulatorQos
+from recommender.signals.model import LINKS, NODES, POOLS, Signals
+from recommender.signals.qos import QosReader, read_qos
 from recommender.signals.raw import PortReading, RawData
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ class EmbeddedSource:
         self.settings = settings
         self.fabric_url = settings.fabric_url or _on_host(settings.targets_url, "/fabric/metrics")
         self.scheduler_url = settings.scheduler_url or _on_host(settings.targets_url, "/scheduler/metrics")
-        self.qos = qos if qos is not None else SimulatorQos(_on_host(settings.targets_url, "/-/model"))
+        self.qos = qos
         self._clock = clock
         self._sleep = sleep
         self._previous: sc.Scrape | None = None
@@ -78,12 +78,7 @@ class EmbeddedSource:
         previous, current = self._previous, self._scrape_all()
         self._previous = current
         now = self._clock()
-        qos: QosSignals | None = None
-        qos_error = None
-        try:
-            qos = self.qos.read()
-        except QosError as exc:
-            qos_error = str(exc)
+        qos, qos_error = read_qos(self.qos)
         raw = self._raw(previous, current, now)
         window = _window(previous, current)
         signals = assemble(

@@ -13,8 +13,8 @@ from urllib.parse import urlencode
 from recommender.signals import queries as q
 from recommender.signals.assemble import assemble
 from recommender.signals.fetch import http_get
-from recommender.signals.model import LINKS, NODES, POOLS, QosSignals, Signals
-from recommender.signals.qos import QosError, QosReader
+from recommender.signals.model import LINKS, NODES, POOLS, Signals
+from recommender.signals.qos import QosReader, read_qos
 from recommender.signals.raw import LinkInfo, PortReading, RawData
 
 log = logging.getLogger(__name__)
@@ -73,13 +73,7 @@ class PrometheusSource:
                 reader(raw, now)
             except QueryError as exc:
                 raw.errors[group] = str(exc)
-        qos: QosSignals | None = None
-        qos_error = "no QoS source configured (qos.file)" if self.qos is None else None
-        if self.qos is not None:
-            try:
-                qos = self.qos.read()
-            except QosError as exc:
-                qos_error = str(exc)
+        qos, qos_error = read_qos(self.qos)
         signals = assemble(
             raw,
             taken_at=now,

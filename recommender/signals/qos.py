@@ -1,4 +1,4 @@
-"""The QoS tables in force, read-only: from OpenSM's config file or the simulated cluster's `/-/model`.
+"""The QoS tables in force, read-only, from OpenSM's config file.
 
 OpenSM file: the `qos_vlarb_high`, `qos_vlarb_low` and `qos_sl2vl` lines of opensm.conf; each pool's SL
 comes from the recommender config (`qos.pool_sl`), as written in the QoS policy file's port groups.
@@ -6,13 +6,11 @@ comes from the recommender config (`qos.pool_sl`), as written in the QoS policy 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
 from proposals import targets
-from recommender.signals.fetch import http_get
 from recommender.signals.model import QosSignals
 
 
@@ -54,20 +52,11 @@ class OpenSmQosFile:
         return QosSignals(high, low, sl2vl, dict(self.pool_sl), 0.0)
 
 
-class SimulatorQos:
-    """The simulated cluster server's `/-/model` JSON (QoS tables and every pool's SL)."""
-
-    def __init__(self, url: str, timeout: float = 5.0) -> None:
-        self.url = url
-        self.timeout = timeout
-
-    def read(self) -> QosSignals:
-        """GET the model summary."""
-        try:
-            body = json.loads(http_get(self.url, self.timeout))
-            qos = body["qos"]
-            pool_sl = {name: int(p["service_level"]) for name, p in body["pools"].items()}
-            sl2vl = tuple(int(v) for v in str(qos["sl2vl"]).split(",") if v)
-            return QosSignals(str(qos["vlarb_high"]), str(qos["vlarb_low"]), sl2vl, pool_sl, 0.0)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise QosError(f"{self.url}: {exc}") from None
+def read_qos(reader: QosReader | None) -> tuple[QosSignals | None, str | None]:
+    """(the tables, None), or (None, why not) when there is no reader or it failed."""
+    if reader is None:
+        return None, "no QoS source configured (qos.file)"
+    try:
+        return reader.read(), None
+    except QosError as exc:
+        return None, str(exc)

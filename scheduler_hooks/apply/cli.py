@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from foundation.logs import configure_logging
 from proposals.approval import check_person
 from proposals.cli import db_path
 from proposals.errors import LookupFailedError, RefusedError, StoreError
@@ -61,8 +62,6 @@ def main(argv: Sequence[str]) -> int:
         args = _parser().parse_args(list(argv))
     except SystemExit as exc:
         return int(exc.code or 0) if isinstance(exc.code, int) or exc.code is None else USAGE
-    from ibpool.cli import configure_logging
-
     configure_logging(args.log_level)
     if args.id is None and not args.recover:
         return _fail("give a proposal id (or --recover)", USAGE)

@@ -10,7 +10,7 @@ Imports neither an adapter nor anything that acts: safe for the recommender to u
 
 from __future__ import annotations
 
-from exporter.exposition import MetricFamily, MetricSpec
+from foundation.exposition import MetricFamily, MetricSpec
 from proposals.model import Proposal
 from proposals.records import OK
 from proposals.states import APPLIED, FAILED, ROLLED_BACK
@@ -46,7 +46,7 @@ def changes_applied_counts(store: Store) -> dict[tuple[str, str], int]:
 
 
 def changes_applied_family(store: Store) -> MetricFamily:
-    """The metric family, ready for `exporter.exposition.render`."""
+    """The metric family, ready for `foundation.exposition.render`."""
     family = MetricFamily(CHANGES_APPLIED)
     for (target, result), count in sorted(changes_applied_counts(store).items()):
         family.add((target, result), float(count))

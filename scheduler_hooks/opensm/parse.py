@@ -1,6 +1,6 @@
 """Parsers for what smpquery, saquery and ibnetdiscover print (infiniband-diags 44).
 
-`smpquery vlarb` has one parser for the whole project, `exporter.fabric.vlarb`; this module wraps it.
+`smpquery vlarb` has one parser for the whole project, `foundation.vlarb`; this module wraps it.
 """
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from exporter.fabric import vlarb
-from exporter.fabric.vlarb import VlarbTables, table_cells
+from foundation import vlarb
+from foundation.vlarb import VlarbTables, table_cells
 
 __all__ = [
     "ParseError",
@@ -37,7 +37,7 @@ class ParseError(ValueError):
 
 
 def parse_vlarb(text: str) -> VlarbTables:
-    """`smpquery vlarb LID PORT` (the shared parser, exporter.fabric.vlarb); ParseError on a fault."""
+    """`smpquery vlarb LID PORT` (the shared parser, foundation.vlarb); ParseError on a fault."""
     try:
         return vlarb.parse_vlarb(text)
     except vlarb.VlarbParseError as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from exporter.scheduler.hostlist import expand_hostlist
+from foundation.hostlist import expand_hostlist
 from scheduler_hooks.errors import LiveStateError
 
 # The formats the adapter asks for; the parsers below read exactly these.

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from exporter.scheduler.hostlist import compress_hostlist, expand_hostlist
+from foundation.hostlist import compress_hostlist, expand_hostlist
 from scheduler_hooks.errors import SlurmConfError
 
 log = logging.getLogger(__name__)

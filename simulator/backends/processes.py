@@ -15,6 +15,7 @@ stopped with it, and a Ctrl-C at a terminal reaches only the Python process, whi
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import shutil
 import signal
@@ -310,3 +311,63 @@ def signals_raise(signums: Sequence[int] = (signal.SIGTERM, signal.SIGHUP)) -> I
     finally:
         for signum, previous in saved.items():
             signal.signal(signum, previous)
+
+
+class WaitTimeoutError(ProcessError, AssertionError):
+    """A wait that ran out (an AssertionError too, so a test reports it as a failure)."""
+
+
+def http_get(port: int, path: str, timeout: float = 10.0, method: str = "GET") -> tuple[int, bytes]:
+    """One request on a fresh connection: (status, body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request(method, path)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
+    """Poll `predicate` until it holds; AssertionError naming `what` after `timeout` seconds."""
+    poll_until(predicate, timeout, what, error=WaitTimeoutError)
+
+
+def start_http_program(
+    argv: list[str],
+    port: int,
+    ready_path: str = "/metrics",
+    env: Mapping[str, str] | None = None,
+    timeout: float = 30.0,
+    *,
+    cwd: Path | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start a program that serves HTTP on `port` and wait until `ready_path` answers at all."""
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, **(env or {})}, cwd=cwd
+    )
+
+    def answers() -> bool:
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode() if proc.stderr else ""
+            raise AssertionError(f"{argv[:3]} exited with {proc.returncode}: {err[-3000:]}")
+        try:
+            http_get(port, ready_path, timeout=2)
+        except OSError:
+            return False
+        return True
+
+    try:
+        wait_until(answers, timeout, f"{argv[0]} to answer on port {port}")
+    except BaseException:
+        stop(proc)
+        raise
+    return proc
+
+
+def stop(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> int:
+    """SIGTERM, wait, SIGKILL if needed (its group when it leads one); returns the exit code."""
+    stop_process(proc, timeout)
+    if proc.stderr:
+        proc.stderr.close()
+    return proc.returncode

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from exporter.fabric.vlarb import VlarbParseError
-from exporter.fabric.vlarb import parse_vlarb as parse_smpquery_vlarb
+from foundation.vlarb import VlarbParseError
+from foundation.vlarb import parse_vlarb as parse_smpquery_vlarb
 from simulator.backends.errors import QosReadError
 from simulator.cluster.errors import ControlError
 from simulator.cluster.hostlist import parse_vlarb

@@ -21,7 +21,7 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from exporter.scheduler.hostlist import expand_hostlist
+from foundation.hostlist import expand_hostlist
 from simulator.backends.errors import SlurmReadError
 from simulator.cluster.model import ClusterModel
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from exporter.scheduler.hostlist import expand_hostlist as scheduler_hostlist
-from exporter.scheduler.hostlist import split_top_level
+from foundation.hostlist import expand_hostlist as scheduler_hostlist
+from foundation.hostlist import split_top_level
 from simulator.cluster.errors import ControlError
 
 

@@ -22,17 +22,17 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from exporter.exposition import CONTENT_TYPE, MetricFamily, render
 from exporter.fabric.background import BackgroundSweeper
 from exporter.fabric.collector import FabricCollector
 from exporter.fabric.families import build_families
 from exporter.fabric.names import NameMap
-from exporter.http_server import MetricsHTTPServer, Request, Response, parse_listen_address
-from exporter.registry import Registry
 from exporter.scheduler.collector import SchedulerCollector, SchedulerStatusCollector
 from exporter.scheduler.model import ClusterState
 from exporter.scheduler.poller import SchedulerPoller
-from exporter.web_config import WebConfig
+from foundation.exposition import CONTENT_TYPE, MetricFamily, render
+from foundation.http_server import MetricsHTTPServer, Request, Response, parse_listen_address
+from foundation.registry import Registry
+from foundation.web_config import WebConfig
 from simulator.cluster.errors import ClusterError
 from simulator.cluster.model import ClusterModel
 from simulator.cluster.spec import VL_COUNT, QosSpec

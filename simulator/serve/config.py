@@ -6,8 +6,9 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from exporter.errors import ConfigError
-from exporter.settings import LOG_LEVELS, reporter, validate_web
+from foundation.errors import ConfigError
+from foundation.logs import LOG_LEVELS
+from foundation.settings import reporter, validate_web
 from simulator.cluster.errors import SpecError
 from simulator.cluster.spec import load_spec
 from simulator.serve.presets import PRESETS

@@ -36,7 +36,7 @@ from exporter.fabric.model import (
     format_guid,
 )
 from exporter.fabric.rates import LANE_GBPS, rate_bytes_per_second
-from exporter.fabric.vlarb import VlarbTables
+from foundation.vlarb import VlarbTables
 from simulator.cluster.spec import VL_COUNT, QosSpec
 from simulator.cluster.views import FabricView, PortView
 from simulator.serve.errors import RequestError

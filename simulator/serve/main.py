@@ -6,8 +6,8 @@ import logging
 import sys
 import threading
 
-from exporter.entry import run_exporter, web_config_of
 from exporter.errors import ExporterError
+from foundation.service import run_service, web_config_of
 from simulator.cluster.errors import ClusterError
 from simulator.cluster.model import ClusterModel
 from simulator.cluster.spec import load_spec
@@ -67,7 +67,7 @@ def serve(cfg: SimulateConfig, stop: threading.Event) -> int:
 
 def main(argv: list[str]) -> int:
     """Entry point of `ibpool simulate`; exit 2 on an invalid configuration, 1 when it cannot start."""
-    return run_exporter(PROG, argv, load_config, serve)
+    return run_service(PROG, argv, load_config, serve)
 
 
 if __name__ == "__main__":

@@ -16,14 +16,14 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from exporter.collectors.base import Collector
 from exporter.collectors.gpu import build_gpu_collector
 from exporter.collectors.infiniband import InfinibandCollector
 from exporter.collectors.jobs import JobsCollector
-from exporter.exposition import MetricFamily
-from exporter.registry import Registry
 from exporter.sources.ib_sysfs import InfinibandSysfsSource
 from exporter.sources.job_map import JobMapSource
+from foundation.collector import Collector
+from foundation.exposition import MetricFamily
+from foundation.registry import Registry
 from simulator.cluster.materialize import ClusterNodeView
 from simulator.serve.errors import RequestError
 from simulator.serve.runner import ClusterRunner

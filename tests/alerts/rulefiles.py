@@ -13,7 +13,7 @@ from types import ModuleType
 import yaml
 
 from exporter import catalog
-from exporter.exposition import MetricSpec
+from foundation.exposition import MetricSpec
 
 ALERTS_DIR = Path(__file__).resolve().parents[2] / "alerts"
 TESTS_DIR = ALERTS_DIR / "tests"

@@ -11,7 +11,7 @@ from dashboards.metrics import BUILTIN_METRICS, DERIVED, EXTERNAL_METRICS, RECOR
 from dashboards.promql import metric_names, parse_label_values, range_selectors, substitute, variables
 from dashboards.queries import Query, all_queries
 from exporter import catalog
-from exporter.exposition import MetricSpec
+from foundation.exposition import MetricSpec
 
 
 def catalog_names() -> set[str]:

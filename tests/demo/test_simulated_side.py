@@ -15,7 +15,7 @@ from proposals.model import Change, Proposal
 from proposals.store import Store
 from scheduler_hooks.apply.orchestrator import Orchestrator
 from scheduler_hooks.apply.sides import Side
-from scheduler_hooks.apply.simulated_side import SimulatedQosSide, SimulatedSlurmSide
+from simulator.backends.simulated_side import SimulatedQosSide, SimulatedSlurmSide
 from simulator.cluster import ClusterModel, scenarios
 from simulator.serve.cluster_server import ClusterServer, ServerSettings
 

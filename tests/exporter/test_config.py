@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from exporter.config import load_config
-from exporter.errors import ConfigError
 from exporter.main import main
+from foundation.errors import ConfigError
 
 
 def test_flags_override_yaml_which_overrides_defaults(tmp_path: Path) -> None:

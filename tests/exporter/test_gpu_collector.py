@@ -10,11 +10,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import catalog
-from exporter.collectors.base import Collector
 from exporter.collectors.gpu import GpuCollector, build_gpu_collector
 from exporter.errors import SourceError
-from exporter.exposition import MetricSpec, render
-from exporter.registry import Registry
+from foundation.collector import Collector
+from foundation.exposition import MetricSpec, render
+from foundation.registry import Registry
 from simulator.fake_nvml import H200_SXM, FakeNvml
 from tests.helpers import samples_of, wait_for
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from exporter.collectors.base import Collector
 from exporter.collectors.infiniband import InfinibandCollector
-from exporter.exposition import MetricFamily, render
 from exporter.sources.ib_sysfs import InfinibandSysfsSource
 from exporter.sources.verbs import PortMtu, VerbsBackend, VerbsContext, VerbsMtuSource
+from foundation.collector import Collector
+from foundation.exposition import MetricFamily, render
 from simulator.sysfs_tree import SysfsTree, dgx_hcas
 from tests.helpers import SYSFS_FIXTURES
 

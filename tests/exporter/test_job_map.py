@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from exporter.collectors.jobs import JobsCollector
-from exporter.exposition import render
 from exporter.sources.job_map import JobMapSource
+from foundation.exposition import render
 from tests.helpers import samples_of
 
 

@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from exporter.exposition import render
 from exporter.fabric.commands import DiagCommands, DiagOptions
 from exporter.fabric.families import build_families
 from exporter.fabric.names import NameMap
-from exporter.fabric.runner import CommandRunner, scratch_parent
 from exporter.fabric.sweep import Sweeper, SweepSettings
+from foundation.commands import CommandRunner, scratch_parent
+from foundation.exposition import render
+from simulator.backends.ibsim_fabric import FatTree, IbsimFabric, missing_programs
 from tests.helpers import samples_of
-from tests.integration.ibsim_fabric import FatTree, IbsimFabric, missing_programs
 from tests.integration.processes import REPO, free_port, http_get, start_http_program, stop, wait_until
 
 pytestmark = [

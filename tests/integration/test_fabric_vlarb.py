@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.fabric.vlarb import weights_by_vl
+from foundation.vlarb import weights_by_vl
 from proposals import targets
 from scheduler_hooks.opensm import Change
 from tests.helpers import samples_of

@@ -16,12 +16,13 @@ from exporter.config import ExporterConfig
 from exporter.influx.pusher import InfluxPusher
 from exporter.influx.settings import PushSettings
 from exporter.influx.writer import InfluxWriter, WriteResult
-from exporter.registry import Registry
 from exporter.wiring import build_node
+from foundation.registry import Registry
+from simulator.backends import victoria_metrics
+from simulator.backends.victoria_metrics import VICTORIA_METRICS, Samples, VictoriaMetrics
+from simulator.node_exporter import Simulation, simulated_hardware
 from tests.exporter.influx.fakes import SyntheticCollector
 from tests.helpers import wait_for
-from tests.integration import victoria_metrics
-from tests.integration.victoria_metrics import VICTORIA_METRICS, Samples, VictoriaMetrics
 
 pytestmark = [
     pytest.mark.integration,
@@ -36,8 +37,8 @@ def settings_for(vm: VictoriaMetrics, spill: Path | None, **changes: Any) -> Pus
         "batch_size": 50,
         "buffer_points": 500,
         "flush_interval_seconds": 0.05,
-        "retry_interval_seconds": 0.05,
-        "max_retry_delay_seconds": 0.5,
+        "retry_initial_seconds": 0.05,
+        "retry_max_seconds": 0.5,
         "timeout_seconds": 5.0,
         "interval_seconds": 0.1,
     }
@@ -174,7 +175,7 @@ def test_a_batch_resent_after_a_lost_answer_shows_once_with_dedup(tmp_path: Path
 
 
 def test_the_simulated_node_is_pushed_at_the_push_interval(tmp_path: Path) -> None:
-    node = build_node(ExporterConfig(simulate=True, simulate_gpus=2, simulate_ports=2, jobs=False))
+    node = build_node(ExporterConfig(jobs=False), simulated_hardware(Simulation(gpus=2, ports=2)))
     registry = Registry(node.collectors, node.deadlines)
     stamps: list[int] = []
     try:

@@ -17,8 +17,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.collectors.infiniband import InfinibandCollector
-from exporter.exposition import render
 from exporter.sources.ib_sysfs import InfinibandSysfsSource
+from foundation.exposition import render
 from simulator.sysfs_tree import SysfsTree, dgx_hcas
 from tests.helpers import SYSFS_FIXTURES
 

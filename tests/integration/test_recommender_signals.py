@@ -19,10 +19,10 @@ import pytest
 from recommender.signals.embedded import EmbeddedSettings, EmbeddedSource
 from recommender.signals.model import Signals
 from recommender.signals.prometheus import PrometheusSettings, PrometheusSource
-from recommender.signals.qos import SimulatorQos
 from simulator.cluster import scenarios
 from simulator.cluster.model import ClusterModel
 from simulator.serve.cluster_server import ClusterServer, ServerSettings
+from simulator.serve.qos_reader import SimulatorQos
 from tests.integration import prometheus_server
 from tests.integration.prometheus_server import PROMETHEUS
 

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.exposition import render
-from exporter.registry import Registry
 from exporter.scheduler.collector import SchedulerCollector, SchedulerStatusCollector
 from exporter.scheduler.config import SchedulerExporterConfig
 from exporter.scheduler.main import build_poller
 from exporter.scheduler.poller import SchedulerPoller
+from foundation.exposition import render
+from foundation.registry import Registry
 from tests.integration.processes import free_port, http_get, start_http_program, stop, wait_until
 from tests.integration.slurm_cluster import SlurmCluster, slurm_skip_reason
 

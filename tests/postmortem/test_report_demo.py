@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from demo.cli import main as demo_main
 from postmortem.cli import main
 from postmortem.model import parse_time, rfc3339
 
@@ -50,8 +51,6 @@ class Checker(HTMLParser):
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from demo.cli import main as demo_main
-
     out = tmp_path_factory.mktemp("postmortem") / "run"
     assert demo_main(["--fast", "--quiet", "--out", str(out)]) == 0
     return out

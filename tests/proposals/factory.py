@@ -8,6 +8,7 @@ from typing import Any
 
 from proposals.model import Proposal, from_dict
 from proposals.store import Store
+from proposals.targets import node_sort_key
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
@@ -66,8 +67,6 @@ def move_doc(moved: int = 1, donor_size: int = 4, policy: str = "rebalance", tag
 
 
 def _natural(name: str) -> tuple[object, ...]:
-    from proposals.targets import node_sort_key
-
     return node_sort_key(name)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from exporter.exposition import render
+from foundation.exposition import render
 from proposals.store import Store
 from recommender.cycle import Recommender
 from recommender.service import RecommenderCollector, Service

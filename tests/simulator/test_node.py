@@ -8,8 +8,8 @@ import pytest
 
 from exporter.collectors.gpu import build_gpu_collector
 from exporter.collectors.infiniband import InfinibandCollector
-from exporter.exposition import render
 from exporter.sources.ib_sysfs import InfinibandSysfsSource
+from foundation.exposition import render
 from simulator.fake_nvml import ManualClock
 from simulator.node import (
     NDR_BYTES_PER_SECOND,

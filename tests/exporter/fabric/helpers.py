@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from exporter.fabric.pma_helper import format_block
-from exporter.fabric.runner import CommandResult, CommandRunner
+from foundation.commands import CommandResult, CommandRunner
 
 DATA = Path(__file__).with_name("data")
 LEAF1 = "0x0000000000200001"  # "MF0;leaf-1:MQM8700/U1", LID 3, enhanced port 0

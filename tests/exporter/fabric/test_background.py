@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from exporter.exposition import MetricFamily, render
 from exporter.fabric.background import BackgroundSweeper
 from exporter.fabric.collector import FabricCollector
 from exporter.fabric.commands import DiagCommands, DiagOptions
@@ -14,10 +13,11 @@ from exporter.fabric.errors import NoSweepYetError
 from exporter.fabric.families import build_families
 from exporter.fabric.model import SweepResult
 from exporter.fabric.names import NameMap
-from exporter.fabric.runner import CommandResult
 from exporter.fabric.sweep import Sweeper, SweepSettings
-from exporter.health import HealthCheck
-from exporter.registry import Registry
+from foundation.commands import CommandResult
+from foundation.exposition import MetricFamily, render
+from foundation.health import HealthCheck
+from foundation.registry import Registry
 from tests.exporter.fabric.helpers import ScriptedRunner, ok
 from tests.helpers import samples_of
 

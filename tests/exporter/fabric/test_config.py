@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from exporter.errors import ConfigError
 from exporter.fabric.config import FabricConfig, load_config
 from exporter.fabric.main import main
+from foundation.errors import ConfigError
 
 
 def test_defaults() -> None:

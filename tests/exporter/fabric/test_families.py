@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from exporter.exposition import render
 from exporter.fabric.commands import DiagCommands, DiagOptions
 from exporter.fabric.families import build_families
 from exporter.fabric.model import SweepResult
 from exporter.fabric.names import NameMap
-from exporter.fabric.runner import CommandResult
 from exporter.fabric.sweep import Sweeper, SweepSettings
+from foundation.commands import CommandResult
+from foundation.exposition import render
 from tests.exporter.fabric.helpers import (
     LEAF1,
     LEAF2,

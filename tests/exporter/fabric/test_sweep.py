@@ -12,8 +12,8 @@ from exporter.fabric.commands import DiagCommands, DiagOptions
 from exporter.fabric.errors import DiscoveryError
 from exporter.fabric.model import SweepResult
 from exporter.fabric.perfquery import parse_perfquery
-from exporter.fabric.runner import CommandResult
 from exporter.fabric.sweep import Sweeper, SweepSettings
+from foundation.commands import CommandResult
 from tests.exporter.fabric.helpers import (
     LEAF1,
     LEAF2,

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from exporter.errors import ConfigError
-from exporter.exposition import render
 from exporter.fabric.background import BackgroundSweeper
 from exporter.fabric.commands import DiagCommands, DiagOptions
 from exporter.fabric.config import load_config
 from exporter.fabric.families import build_families
 from exporter.fabric.model import FabricNode, Link, PortState, SweepResult, Topology
 from exporter.fabric.names import NameMap
-from exporter.fabric.runner import CommandResult
 from exporter.fabric.sweep import Sweeper, SweepSettings
 from exporter.fabric.vlarb_read import active_ports, vlarb_targets
+from foundation.commands import CommandResult
+from foundation.errors import ConfigError
+from foundation.exposition import render
 from tests.exporter.fabric.helpers import LEAF1, LEAF2, SPINE1, Handler, ScriptedRunner, data, ok
 from tests.helpers import samples_of
 

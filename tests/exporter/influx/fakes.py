@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
-from exporter.exposition import MetricFamily, MetricSpec
 from exporter.influx.writer import WriteResult
+from foundation.exposition import MetricFamily, MetricSpec
 
 GAUGE = MetricSpec("ibpool_test_push_ratio", "gauge", "A test gauge.", ("device", "port"))
 COUNTER = MetricSpec("ibpool_test_push_events_total", "counter", "A test counter.", ("kind",))

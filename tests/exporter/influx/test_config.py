@@ -2,47 +2,35 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-from exporter.config import ExporterConfig
-from exporter.influx.config import INFLUX_YAML_KEYS, add_influx_flags, push_settings, validate_influx
-from exporter.settings import gather_settings
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser()
-    p.add_argument("--config.file", dest="config_file", type=Path)
-    add_influx_flags(p)
-    return p
+from exporter.config import SETTINGS, ExporterConfig
+from exporter.influx.config import INFLUX_OPTIONS, push_settings
+from exporter.influx.settings import PushSettings
+from foundation.errors import ConfigError
 
 
 def load(argv: list[str]) -> tuple[ExporterConfig, list[str]]:
-    problems: list[str] = []
-    fields = [f for f, _ in INFLUX_YAML_KEYS.values()]
-    values, origin = gather_settings(parser().parse_args(argv), INFLUX_YAML_KEYS, fields, problems)
-    cfg = ExporterConfig(**values)
-
-    def bad(field: str, message: str) -> None:
-        problems.append(f"{origin.get(field, 'default')}: {field}: {message}")
-
-    validate_influx(cfg, bad)
-    return cfg, problems
+    try:
+        return SETTINGS.load(argv), []
+    except ConfigError as exc:
+        return ExporterConfig(), exc.problems
 
 
-def test_every_yaml_key_has_a_flag_and_a_field() -> None:
-    dests = {a.dest for a in parser()._actions}
-    fields = set(ExporterConfig.__dataclass_fields__)
-    for key, (field, _) in INFLUX_YAML_KEYS.items():
-        assert key.startswith("influx.")
-        assert field in dests, key
-        assert field in fields, key
+def test_every_influx_option_has_a_flag_and_a_settings_field() -> None:
+    dests = {a.dest for a in SETTINGS.parser()._actions}
+    fields = set(PushSettings.__dataclass_fields__)
+    for option in INFLUX_OPTIONS:
+        assert option.yaml_key.startswith("influx.")
+        assert option.field in dests, option.yaml_key
+        section, _, name = option.field.partition(".")
+        assert section == "influx" and name in fields, option.yaml_key
 
 
 def test_push_is_off_without_a_url() -> None:
     cfg, problems = load([])
     assert problems == []
-    assert push_settings(cfg) is None
+    assert push_settings(cfg.influx) is None
 
 
 def test_yaml_then_flags_make_the_settings(tmp_path: Path) -> None:
@@ -55,11 +43,11 @@ def test_yaml_then_flags_make_the_settings(tmp_path: Path) -> None:
     )
     cfg, problems = load(["--config.file", str(config), "--influx.interval-seconds", "2", "--influx.gzip"])
     assert problems == []
-    settings = push_settings(cfg)
+    settings = push_settings(cfg.influx)
     assert settings is not None
     assert (settings.url, settings.token, settings.batch_size) == ("http://influx:8086", "s3cret", 2000)
     assert settings.spill_directory == tmp_path / "spill"
-    assert (settings.spill_max_bytes, settings.retry_interval_seconds) == (1_000_000, 0.5)
+    assert (settings.spill_max_bytes, settings.retry_initial_seconds) == (1_000_000, 0.5)
     assert (settings.interval_seconds, settings.gzip) == (2.0, True)
 
 
@@ -78,8 +66,8 @@ def test_every_problem_is_reported_with_its_origin(tmp_path: Path) -> None:
     ]
     _, problems = load(argv)
     text = "\n".join(problems)
-    assert "flag: influx_url: must start with http://" in text
-    assert "flag: influx_batch_size: must be > 0" in text
-    assert "flag: influx_interval_seconds: must be >= 0.01" in text
-    assert "flag: influx_token_file: file not found" in text
-    assert "flag: influx_retry_max_seconds: must be >=" in text
+    assert "flag: influx.url: must start with http://" in text
+    assert "flag: influx.batch_size: must be > 0" in text
+    assert "flag: influx.interval_seconds: must be >= 0.01" in text
+    assert "flag: influx.token_file: file not found" in text
+    assert "flag: influx.retry_max_seconds: must be >=" in text

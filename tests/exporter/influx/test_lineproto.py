@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from influxdb_client.client.write.point import Point
 
-from exporter.exposition import MetricFamily, MetricSpec, render_labels
 from exporter.influx.lineproto import LineEncoder, format_value, parse_labels, series_prefix
+from foundation.exposition import MetricFamily, MetricSpec, render_labels
 
 TRICKY = [
     "plain",

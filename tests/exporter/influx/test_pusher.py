@@ -6,10 +6,10 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from exporter.exposition import render
 from exporter.influx.pusher import InfluxPusher
 from exporter.influx.settings import PushSettings
 from exporter.influx.writer import WriteResult
+from foundation.exposition import render
 from tests.exporter.influx.fakes import FakeWriter, SyntheticCollector
 from tests.helpers import samples_of, wait_for
 
@@ -19,8 +19,8 @@ FAST = PushSettings(
     batch_size=10,
     buffer_points=40,
     flush_interval_seconds=0.01,
-    retry_interval_seconds=0.005,
-    max_retry_delay_seconds=0.02,
+    retry_initial_seconds=0.005,
+    retry_max_seconds=0.02,
     drain_seconds=2.0,
     replay_seconds=0.0,  # the fake server never loses what it acknowledged; replay has its own test
 )

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from exporter.errors import ConfigError
 from exporter.scheduler.config import SchedulerExporterConfig, load_config
 from exporter.scheduler.main import SchedulerExporter, main, serve
+from foundation.errors import ConfigError
 from tests.exporter.scheduler.fake_slurm import FakeSlurm
 from tests.helpers import samples_of, wait_for
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from exporter.scheduler.gres import gres_count, tres_count
-from exporter.scheduler.hostlist import count_array_tasks, expand_hostlist
 from exporter.scheduler.states import NODE_STATES, normalise_node_state
+from foundation.hostlist import count_array_tasks, expand_hostlist
 
 
 @pytest.mark.parametrize(

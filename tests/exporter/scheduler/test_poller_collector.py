@@ -7,12 +7,12 @@ import threading
 
 import pytest
 
-from exporter.exposition import render
-from exporter.registry import Registry
 from exporter.scheduler.collector import SchedulerCollector, SchedulerStatusCollector
 from exporter.scheduler.errors import CommandError, NoFreshDataError, ParseError
 from exporter.scheduler.poller import SchedulerPoller
 from exporter.scheduler.pools import SchedulerSnapshot, summarise
+from foundation.exposition import render
+from foundation.registry import Registry
 from tests.exporter.scheduler.fake_slurm import cluster_state
 from tests.helpers import samples_of, wait_for
 

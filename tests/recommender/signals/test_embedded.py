@@ -1,8 +1,12 @@
-"""The embedded source and `ibpool recommend --once` against the in-process simulated cluster server."""
+"""The embedded source and `ibpool recommend --once` against the in-process simulated cluster server.
+
+The cluster's QoS tables reach the source through the simulator's reader (`/-/model`) in the library
+test, and through an opensm.conf written from the same model in the command test (what a site has)."""
 
 from __future__ import annotations
 
 import json
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +18,7 @@ from recommender.signals.model import LINKS, NODES, POOLS, QOS
 from simulator.cluster import scenarios
 from simulator.cluster.model import ClusterModel
 from simulator.serve.cluster_server import ClusterServer, ServerSettings
+from simulator.serve.qos_reader import SimulatorQos
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +33,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterServer]
 
 
 def test_embedded_signals(cluster: ClusterServer) -> None:
-    source = EmbeddedSource(EmbeddedSettings(f"http://127.0.0.1:{cluster.port}/targets", window_seconds=2.0))
+    base = f"http://127.0.0.1:{cluster.port}"
+    source = EmbeddedSource(
+        EmbeddedSettings(f"{base}/targets", window_seconds=2.0), SimulatorQos(f"{base}/-/model")
+    )
     got = source.fetch()
     assert got.missing == ()
     assert got.pools["hi"].capacity_gpus == 16 and got.pools["hi"].allocated_gpus == 16
@@ -55,8 +63,20 @@ def test_unreachable_exporters_are_missing_signals() -> None:
     assert got.pools == {}
 
 
+def _opensm_conf(cluster: ClusterServer, path: Path) -> list[str]:
+    """The cluster's QoS tables as opensm.conf lines at `path`; the `--pool-sl` flags of its pools."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{cluster.port}/-/model", timeout=5) as answer:
+        model = json.load(answer)
+    qos = model["qos"]
+    high = qos["vlarb_high"] or "0:0"  # an empty table is written as one zero-weight entry in opensm.conf
+    path.write_text(f"qos_vlarb_high {high}\nqos_vlarb_low {qos['vlarb_low']}\nqos_sl2vl {qos['sl2vl']}\n")
+    return [f"{name}={pool['service_level']}" for name, pool in model["pools"].items()]
+
+
 def test_once_end_to_end(cluster: ClusterServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"http://127.0.0.1:{cluster.port}/targets"
+    conf = tmp_path / "opensm.conf"
+    pool_sl = _opensm_conf(cluster, conf)
     argv = [
         "--once",
         "--json",
@@ -67,7 +87,8 @@ def test_once_end_to_end(cluster: ClusterServer, tmp_path: Path, capsys: pytest.
         "--priority",
         "hi=1",
     ]
-    argv += ["--embedded.window-seconds", "2"]
+    argv += ["--embedded.window-seconds", "2", "--qos.file", str(conf)]
+    argv += [arg for item in pool_sl for arg in ("--pool-sl", item)]
     assert main(argv) == 0
     first = json.loads(capsys.readouterr().out)
     assert first["ok"] and first["missing"] == [] and first["source"] == "embedded"
@@ -83,5 +104,7 @@ def test_once_reports_missing_signals(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "missing signal pools" in out and "missing signal links" in out
 
 
-def test_bad_config_exits_2(tmp_path: Path) -> None:
+def test_bad_config_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--once", "--interval", "0", "--db", str(tmp_path / "p.db")]) == 2
+    err = capsys.readouterr().err
+    assert "interval_seconds: must be > 0" in err and "--embedded.targets" in err

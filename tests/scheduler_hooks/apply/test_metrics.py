@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from exporter.exposition import render
+from foundation.exposition import render
 from proposals.store import Store
 from scheduler_hooks.apply.metrics import changes_applied_counts, changes_applied_family, systems
 from tests.helpers import samples_of

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from scheduler_hooks.opensm import Change, OpenSMAdapter, OpenSMConfig
-from tests.integration.ibsim_fabric import UMAD2SIM, FatTree, IbsimFabric, OpenSM, missing_programs
+from simulator.backends.ibsim_fabric import UMAD2SIM, FatTree, IbsimFabric, OpenSM, missing_programs
 
 TREE = FatTree(leaves=2, spines=1, hcas_per_leaf=3, ports=6)
 QOS_OPTIONS = {

@@ -10,15 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from exporter.exposition import render
 from exporter.fabric.config import FabricConfig
 from exporter.fabric.families import build_families
 from exporter.fabric.main import build_sweeper
 from exporter.fabric.model import format_guid
 from exporter.fabric.names import NameMap
-from exporter.fabric.runner import scratch_parent
+from foundation.commands import scratch_parent
+from foundation.exposition import render
 from simulator.backends.ibsim_console import IbsimConsole
 from simulator.backends.ibsim_counters import saturate
+from simulator.backends.ibsim_fabric import IbsimFabric, missing_programs
 from simulator.backends.ibsim_mirror import IbsimMirror
 from simulator.backends.ibsim_net import first_hca, render_net
 from simulator.backends.qos_read import OpenSMConf, Smpquery
@@ -26,7 +27,6 @@ from simulator.cluster.model import ClusterModel
 from simulator.cluster.scenarios import chatty, shared_uplink_spec
 from simulator.cluster.views import PortView
 from tests.helpers import samples_of, wait_for
-from tests.integration.ibsim_fabric import IbsimFabric, missing_programs
 
 MISSING = missing_programs() + [
     p for p in ("smpquery",) if shutil.which(p, path="/usr/sbin:/usr/bin") is None

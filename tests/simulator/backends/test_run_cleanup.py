@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from simulator.backends.errors import IbsimError, SlurmError
+from simulator.backends.ibsim_fabric import FatTree
 from simulator.backends.ibsim_run import Ibsim, missing_programs
 from simulator.backends.processes import is_gone
 from simulator.backends.slurm_run import Slurm, unavailable
-from tests.integration.ibsim_fabric import FatTree
 
 pytestmark = pytest.mark.integration
 NET = FatTree(leaves=1, spines=1, hcas_per_leaf=2, ports=4).render()

@@ -9,8 +9,8 @@ import pytest
 
 from exporter.collectors.gpu import GpuCollector, build_gpu_collector
 from exporter.collectors.infiniband import InfinibandCollector
-from exporter.exposition import render
 from exporter.sources.ib_sysfs import InfinibandSysfsSource
+from foundation.exposition import render
 from simulator.cluster.materialize import ClusterNodeView, MaterializedNodes
 from simulator.cluster.model import ClusterModel
 from simulator.cluster.scenarios import chatty, shared_uplink_spec

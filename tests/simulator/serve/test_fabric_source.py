@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.exposition import render
 from exporter.fabric.background import BackgroundSweeper
 from exporter.fabric.collector import FabricCollector
 from exporter.fabric.families import build_families
 from exporter.fabric.model import format_guid
 from exporter.fabric.names import NameMap
+from foundation.exposition import render
 from simulator.cluster.model import ClusterModel
 from simulator.cluster.views import PortView
 from simulator.serve.errors import RequestError

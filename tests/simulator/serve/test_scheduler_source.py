@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.exposition import render
 from exporter.scheduler.collector import SchedulerCollector, SchedulerStatusCollector
 from exporter.scheduler.errors import NoFreshDataError
 from exporter.scheduler.poller import SchedulerPoller
+from foundation.exposition import render
 from simulator.cluster.model import ClusterModel
 from simulator.cluster.views import SchedulerView
 from simulator.serve.presets import generated_workload, preset_spec

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.scheduler.hostlist import compress_hostlist, expand_hostlist
+from foundation.hostlist import compress_hostlist, expand_hostlist
 
 
 @pytest.mark.parametrize(

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from exporter.exposition import CONTENT_TYPE, render
-from exporter.health import HealthCheck
-from exporter.http_server import MetricsHTTPServer, Request, Response
-from exporter.registry import Registry
+from foundation.exposition import CONTENT_TYPE, render
+from foundation.health import HealthCheck
+from foundation.http_server import MetricsHTTPServer, Request, Response
+from foundation.registry import Registry
 
 _LANDING = """<!doctype html><html><head><title>ibpool exporter</title></head><body>
 <h1>ibpool exporter</h1><p><a href="{path}">Metrics</a> &middot; <a href="/healthz">Health</a></p>

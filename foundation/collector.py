@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from exporter.exposition import MetricFamily
+from foundation.exposition import MetricFamily
 
 
 @runtime_checkable

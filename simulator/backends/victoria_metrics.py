@@ -1,7 +1,7 @@
 """A real VictoriaMetrics for integration tests: InfluxDB line protocol in, PromQL and raw export out.
 
 ```python
-from tests.integration import victoria_metrics
+from simulator.backends import victoria_metrics
 
 with victoria_metrics.running(dedup=True) as vm:
     vm.url                                         # http://127.0.0.1:PORT, for influxdb-client
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.integration.processes import free_port, http_get, start_http_program, stop
+from simulator.backends.processes import free_port, http_get, start_http_program, stop
 
 VICTORIA_METRICS = shutil.which("victoria-metrics")
 Labels = tuple[tuple[str, str], ...]

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from exporter.registry import Registry
+from foundation.registry import Registry
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from recommender.signals.embedded import EmbeddedSettings, EmbeddedSource
 from simulator.cluster import scenarios
 from simulator.cluster.model import ClusterModel
 from simulator.serve.cluster_server import ClusterServer, ServerSettings
+from simulator.serve.qos_reader import SimulatorQos
 
 HIGH, LOW = "hi", "lo"
 WARMUP_SECONDS = 10.0
@@ -97,8 +98,11 @@ def recommend_weights(
         server = ClusterServer(model, settings)
         server.start()
         try:
-            url = f"http://127.0.0.1:{server.port}/targets"
-            source = EmbeddedSource(EmbeddedSettings(url, window_seconds=window_seconds))
+            base = f"http://127.0.0.1:{server.port}"
+            source = EmbeddedSource(
+                EmbeddedSettings(f"{base}/targets", window_seconds=window_seconds),
+                SimulatorQos(f"{base}/-/model"),
+            )
             policy, state = QuotaPolicy(params), QuotaState()
             quiet = 0
             for cycle in range(1, max_cycles + 1):

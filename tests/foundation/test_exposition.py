@@ -7,7 +7,7 @@ import math
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.exposition import MetricFamily, MetricSpec, format_value, render, render_labels
+from foundation.exposition import MetricFamily, MetricSpec, format_value, render, render_labels
 
 GAUGE = MetricSpec("ibpool_test_ratio", "gauge", "A test gauge.", ("device", "port"))
 COUNTER = MetricSpec("ibpool_test_events_total", "counter", 'Help with \\ and "quotes".', ("name",))

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from exporter.fabric.vlarb import VlarbParseError, VlarbTables, parse_vlarb, weights_by_vl
+from foundation.vlarb import VlarbParseError, VlarbTables, parse_vlarb, weights_by_vl
 from scheduler_hooks.opensm import parse as hook_parse
 from tests.exporter.fabric.helpers import data
 
-HOOK_DATA = Path(__file__).resolve().parents[2] / "scheduler_hooks" / "opensm" / "data"
+HOOK_DATA = Path(__file__).resolve().parents[1] / "scheduler_hooks" / "opensm" / "data"
 BASELINE_LOW = ((0, 0), (1, 64), (2, 32), (3, 16), (4, 8), (5, 4), (6, 2), (7, 1))
 BASELINE_HIGH = ((0, 4), *((vl, 0) for vl in range(1, 8)))
 

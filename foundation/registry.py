@@ -11,13 +11,27 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
-from exporter import catalog
-from exporter.collectors.base import Collector
-from exporter.errors import CollectorTimeoutError
-from exporter.exposition import MetricFamily
-from ibpool import __version__
+from foundation.collector import Collector
+from foundation.errors import CollectorTimeoutError
+from foundation.exposition import MetricFamily, MetricSpec
+from foundation.version import __version__
 
 log = logging.getLogger(__name__)
+
+# The self metrics every ibpool exporter serves (listed in exporter.catalog with the rest).
+COLLECTOR_SUCCESS = MetricSpec(
+    "ibpool_exporter_collector_success",
+    "gauge",
+    "1 if the collector's last run succeeded.",
+    ("collector",),
+)
+COLLECTOR_DURATION = MetricSpec(
+    "ibpool_exporter_collector_duration_seconds",
+    "gauge",
+    "How long the collector's last run took.",
+    ("collector",),
+)
+BUILD_INFO = MetricSpec("ibpool_build_info", "info", "ibpool version; value is always 1.", ("version",))
 
 Job = Callable[[], list[MetricFamily]]
 
@@ -101,14 +115,14 @@ class Registry:
         """Run every collector once (one scrape at a time) and return all families."""
         with self._lock:
             families: list[MetricFamily] = []
-            success = MetricFamily(catalog.COLLECTOR_SUCCESS)
-            duration = MetricFamily(catalog.COLLECTOR_DURATION)
+            success = MetricFamily(COLLECTOR_SUCCESS)
+            duration = MetricFamily(COLLECTOR_DURATION)
             for collector in self._collectors:
                 status = self._run_one(collector, families)
                 self._status[collector.name] = status
                 success.add((collector.name,), 1 if status.success else 0)
                 duration.add((collector.name,), status.duration_seconds)
-            build = MetricFamily(catalog.BUILD_INFO)
+            build = MetricFamily(BUILD_INFO)
             build.add_info((__version__,))
             families.extend((success, duration, build))
             self._last_collection = self._clock()

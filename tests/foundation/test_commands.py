@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from exporter.fabric.runner import CommandRunner, scratch_parent
+from foundation.commands import CommandRunner, scratch_parent
 
 PY = sys.executable
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlsplit
 
-from exporter.web_config import BasicAuth, WebConfig
+from foundation.web_config import BasicAuth, WebConfig
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
-from exporter.exposition import MetricFamily, render
-from exporter.registry import Registry
+from foundation.exposition import MetricFamily, render
+from foundation.registry import Registry
 from tests.helpers import FAMILY_SPEC, samples_of
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import bcrypt
 import yaml
 
-from exporter.errors import ConfigError
+from foundation.errors import ConfigError
 
 _CLIENT_AUTH = {
     "NoClientCert": ssl.CERT_NONE,

@@ -1,5 +1,5 @@
-"""What every ibpool exporter's `main` does: load the config (exit 2 listing every problem), set up
-logging and signals, serve until SIGTERM or SIGINT (exit 1 when it cannot start)."""
+"""What every long-running ibpool command's `main` does: load the config (exit 2 listing every problem),
+set up logging and signals, serve until SIGTERM or SIGINT (exit 1 when it cannot start)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from collections.abc import Callable
 from types import FrameType
 from typing import TypeVar
 
-from exporter.errors import ConfigError, ExporterError
-from exporter.settings import WebSettings
-from exporter.web_config import WebConfig, load_web_config
+from foundation.errors import ConfigError, IbpoolError
+from foundation.logs import configure_logging
+from foundation.settings import WebSettings
+from foundation.web_config import WebConfig, load_web_config
 
 log = logging.getLogger(__name__)
 
@@ -25,15 +26,13 @@ def web_config_of(cfg: WebSettings) -> WebConfig:
     return load_web_config(cfg.web_config_file) if cfg.web_config_file else WebConfig()
 
 
-def run_exporter(
+def run_service(
     prog: str,
     argv: list[str],
     load: Callable[[list[str]], C],
     serve: Callable[[C, threading.Event], int],
 ) -> int:
     """Load `argv` with `load`, then `serve(cfg, stop)` until a signal sets `stop`."""
-    from ibpool.cli import configure_logging
-
     try:
         cfg = load(argv)
         web_config_of(cfg)
@@ -53,6 +52,6 @@ def run_exporter(
     signal.signal(signal.SIGINT, on_signal)
     try:
         return serve(cfg, stop)
-    except ExporterError as exc:
+    except IbpoolError as exc:
         log.error("%s", exc)
         return 1

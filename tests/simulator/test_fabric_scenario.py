@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recommender.fabric_scenario import run
+from simulator.fabric_scenario import run
 
 
 def test_recommended_weights_meet_the_targets() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import gzip
 import http.client
+import socket
 import ssl
 import subprocess
 from collections.abc import Iterator
@@ -13,9 +14,9 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from exporter.errors import ConfigError
-from exporter.http_server import MetricsHTTPServer, Request, Response, parse_listen_address
-from exporter.web_config import WebConfig, load_web_config
+from foundation.errors import ConfigError
+from foundation.http_server import MetricsHTTPServer, Request, Response, parse_listen_address
+from foundation.web_config import WebConfig, load_web_config
 
 BIG = b"ibpool_test 1\n" * 500
 
@@ -77,8 +78,6 @@ def test_errors_and_methods(server: MetricsHTTPServer) -> None:
 
 
 def test_garbage_request_gets_400(server: MetricsHTTPServer) -> None:
-    import socket
-
     with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
         sock.sendall(b"NONSENSE\r\n\r\n")
         assert sock.recv(100).startswith(b"HTTP/1.1 400")
