@@ -78,8 +78,9 @@ def test_both_sources_agree(cluster: ClusterServer) -> None:
         prom.wait_for_query("pool:ibpool_gpu_utilization_ratio:avg", lambda r: len(r) == 2)
         # rate(x[5m]) divides by the whole range: it reads right only once 5 minutes of samples exist.
         time.sleep(RATE_WINDOW_FILL_SECONDS)
-        embedded = EmbeddedSource(EmbeddedSettings(f"{base}/targets", window_seconds=5.0)).fetch()
-        promql = PrometheusSource(PrometheusSettings(prom.url), SimulatorQos(f"{base}/-/model")).fetch()
+        qos = SimulatorQos(f"{base}/-/model")
+        embedded = EmbeddedSource(EmbeddedSettings(f"{base}/targets", window_seconds=5.0), qos).fetch()
+        promql = PrometheusSource(PrometheusSettings(prom.url), qos).fetch()
     compare(embedded, promql)
 
 
