@@ -184,7 +184,9 @@ class Lab:
         """Until OpenSM's log says `SUBNET UP` after `since` (a `log_end()` from before a SIGHUP).
 
         On SIGHUP OpenSM re-reads its files, then runs a heavy sweep whose last log line is `SUBNET UP`
-        (the log is flushed line by line: force_log_flush and -d 2); nothing follows until the next signal.
+        (the log is flushed line by line: force_log_flush and -d 2); nothing follows until the next signal
+        (sweep_interval 0). A SIGHUP that lands during a sweep re-reads the files within it, before its
+        `SUBNET UP` (OpenSM 3.3.23: two SIGHUPs 2 ms apart give two re-reads and one `SUBNET UP`).
         """
         assert self.opensm is not None
         self.opensm.wait_for_log("SUBNET UP", timeout, after=since)
