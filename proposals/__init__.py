@@ -1,4 +1,4 @@
-"""Proposals: the format, the store, the audit log and the approval rules (ARCHITECTURE §4).
+"""Proposals: the format, the store, the audit log and the approval rules (docs/architecture.md §5).
 
 Shared by the recommender (which proposes) and the scheduler hooks (which apply); it imports neither.
 
