@@ -7,7 +7,8 @@
   recalls a node when its demand will exceed its capacity before the node could arrive. It runs through
   the same engine and metrics. It is a reference, not a proof: a greedy with perfect forecasts at the
   same move budget and wait protection; another planner could do better, and the policy may beat it on a
-  trace where hindsight's greedy choices are poor (the benchmark says when).
+  trace where hindsight's greedy choices are poor (the benchmark says when). A lent node stays until its
+  owner needs it, so a taker's gain is counted to the horizon (one day), not to the end of its episode.
 - `bound` (`instant_bound`): an upper bound on what *any* node-moving strategy can serve in this model,
   whatever its move budget. Each minute, the movable nodes are given to pools as if moves were free and
   instant: a pool's pinned GPUs serve it first, then whole nodes go where they serve the most (a node
@@ -33,38 +34,42 @@ HORIZON_MIN = 1440.0
 class FutureOutlook:
     """A pool's outlook read from its future demand (the `Outlook` protocol); `now` is set per step."""
 
-    __slots__ = ("blocks", "demand", "drain", "gap", "history", "horizon", "now", "soon")
+    __slots__ = ("blocks", "demand", "drain", "gap", "history", "horizon", "lows", "now", "soon")
 
     def __init__(self, demand: Sequence[int], *, drain: int, gap: int, horizon: int, history: int) -> None:
         self.demand = list(demand)
         self.drain, self.gap, self.horizon, self.history = drain, gap, horizon, history
         n = len(self.demand)
         self.blocks = [max(self.demand[i : i + BLOCK]) for i in range(0, n, BLOCK)]
+        self.lows = [min(self.demand[i : i + BLOCK]) for i in range(0, n, BLOCK)]
         # soon[t]: the largest demand over (t, t + drain]: what a recall made now would arrive too late for
         self.soon = [max(self.demand[t + 1 : t + drain + 1], default=0) for t in range(n)]
         self.now = 0
 
     def shortfall(self, level: int, width: int) -> tuple[float, float]:
-        """What one more node above `level` would serve from its arrival until the shortfall ends (a gap
-        of `gap` steps at or below `level`), at most `horizon` steps ahead: (rate, steps from now)."""
+        """What one more node above `level` would serve from its arrival to the horizon (a lent node
+        stays until its owner needs it): (GPUs per step, steps from now to the horizon)."""
         d, n = self.demand, len(self.demand)
         start = self.now + self.drain
         end = min(n, self.now + self.horizon)
-        served, quiet, t = 0, 0, start
+        served, t = 0, start
+        top = level + width
         while t < end:
+            if t % BLOCK == 0 and t + BLOCK <= end:
+                b = t // BLOCK
+                if self.blocks[b] <= level:
+                    t += BLOCK
+                    continue
+                if self.lows[b] >= top:
+                    served += width * BLOCK
+                    t += BLOCK
+                    continue
             v = d[t]
             if v > level:
                 served += min(width, v - level)
-                quiet = 0
-            else:
-                quiet += 1
-                if quiet >= self.gap:
-                    t -= quiet - 1
-                    break
             t += 1
-        stop = max(start, t)
-        length = stop - start
-        return (served / length if length > 0 else 0.0), float(stop - self.now)
+        length = end - start
+        return (served / length if length > 0 else 0.0), float(max(0, end - self.now))
 
     def idle(self, level: int) -> tuple[float, float]:
         """Steps until the demand next exceeds `level` (at most `history`), and no tail."""
@@ -82,6 +87,10 @@ class FutureOutlook:
     def needs_soon(self, level: int) -> bool:
         """Whether demand exceeds `level` before a node recalled now could arrive."""
         return self.soon[self.now] > level
+
+    def busy_minutes(self) -> int:
+        """Hindsight needs no tail estimate: its idle spans are exact."""
+        return 1 << 30
 
 
 class HindsightStrategy(PolicyStrategy):

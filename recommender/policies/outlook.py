@@ -41,6 +41,10 @@ class Outlook(Protocol):
         hindsight outlook knows; a trailing one says False)."""
         ...
 
+    def busy_minutes(self) -> int:
+        """Minutes with demand that the tail share rests on."""
+        ...
+
 
 class DemandHistory:
     """Trailing demand samples of one pool, with the aggregates the planner reads kept incrementally.
@@ -147,6 +151,10 @@ class DemandHistory:
         above = sum(self._hist[level + 1 :]) if level + 1 < len(self._hist) else 0
         tail = above / self._busy if self._busy else 0.0
         return self.now - since, tail
+
+    def busy_minutes(self) -> int:
+        """Samples with demand in the history window (how much evidence a tail share rests on)."""
+        return self._busy
 
     def needs_soon(self, level: int) -> bool:
         """A trailing history cannot see ahead."""

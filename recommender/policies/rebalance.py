@@ -415,7 +415,7 @@ class RebalancePolicy:
         if key not in idle_cache:
             idle_cache[key] = donor.outlook.idle(keep)
         idle_min, tail = idle_cache[key]
-        if idle_min < p.reversal_min or tail > 1.0 - p.wait_quantile:
+        if idle_min < p.reversal_min or tail > self._tail_allowed(donor):
             self._block(taker.name, PROTECTION)
             return None
         home = self._home_of_next(donor.name, taker.name, ledger)
@@ -432,6 +432,15 @@ class RebalancePolicy:
         return _Candidate(
             value / cost, value, taker.name, donor.name, home, cost, rate, loan, lasted, idle_min, tail
         )
+
+    def _tail_allowed(self, donor: PoolSnapshot) -> float:
+        """The tail share a donor may lend into: `1 - wait_quantile`, once its history holds enough demand
+        minutes to estimate that quantile (1 / (1 - q) of them); with fewer it keeps the largest demand it
+        showed (tail 0): one take-back's drain would already exceed the few minutes its p99 allows."""
+        allowed = 1.0 - self.params.wait_quantile
+        if donor.outlook.busy_minutes() * allowed < 1.0:
+            return 0.0
+        return allowed
 
     def _block(self, pool: str, reason: str) -> None:
         """Remember, per waiting pool, the furthest check a candidate loan failed (diagnostics): a donor
