@@ -138,7 +138,7 @@ class DemandHistory:
         # the newest time the gap max was <= level: the stack holds increasing maxima
         keys = [m for _, m in self._quiet]
         i = bisect_right(keys, level)
-        since = self._quiet[i - 1][0] if i else (self.first or self.now)
+        since = self._quiet[i - 1][0] if i else (self.first if self.first is not None else self.now)
         return rate, self.now - since
 
     def idle(self, level: int) -> tuple[float, float]:

@@ -23,7 +23,7 @@ Pure logic (no I/O, no clock): the backtest and the live recommender build a `Cl
    Nodes go one at a time to the best value per budget token, while that value pays at least the
    token's price.
 3. **The budget** is a token bucket: `moves_per_pool_day x pools` tokens a day, holding at most one day's
-   worth and starting empty (the future's budget is never spent). A lend from the node's home costs 2
+   worth (at least the 2 tokens of one lend) and starting empty (the future's budget is never spent). A lend from the node's home costs 2
    tokens (the move and its return), a lend of a borrowed node onward 1 (its return is already paid), a
    take-back 0. So the moves made never exceed the tokens accrued plus one day's worth. A token's price
    falls as the bucket fills: `node x reversal window x (1 - level / capacity)` GPU-minutes, i.e. a move
@@ -235,8 +235,8 @@ class RebalancePolicy:
     # --- budget ---------------------------------------------------------------------------------------
 
     def bucket_capacity(self, pools: int) -> float:
-        """Tokens the bucket holds at most: one day's worth."""
-        return self.params.moves_per_pool_day * pools
+        """Tokens the bucket holds at most: one day's worth, and never less than one lend from home (2)."""
+        return max(2.0, self.params.moves_per_pool_day * pools)
 
     def budget_left(self, view: ClusterView) -> float:
         """Tokens in the bucket now: it starts empty at `started_min` (or at the first move), fills at
