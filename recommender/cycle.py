@@ -148,10 +148,10 @@ class Recommender:
         self._say(f"fetching signals from {self.source.name}")
         signals = self.source.fetch()
         self._say(f"signals: {len(signals.pools)} pools, {len(signals.nodes)} nodes; reading stored moves")
-        stored = read_moves(self.store)
+        known = read_moves(self.store)
         watched = self.history.watched_min(signals.taken_at)
-        self._say(f"planning over {len(stored)} stored node move(s) and {watched:.0f} min of history")
-        found = self.evaluate(signals, stored)
+        self._say(f"planning over {len(known)} stored node move(s) and {watched:.0f} min of history")
+        found = self.evaluate(signals, known)
         self._say(f"policies proposed {len(found.proposals)} change(s); submitting")
         pending = {_shape(s.proposal) for s in self.store.list_proposals(PENDING)}
         submitted: list[Submitted] = []

@@ -10,7 +10,7 @@ forecasting costs.
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Sequence
 
 from recommender.backtest.engine import Observation, Prepared
@@ -63,8 +63,9 @@ class PolicyStrategy:
         self.outlooks = self._outlooks(prepared, model_params)
         self.moves: list[MoveRecord] = []
         # unmet GPU-minutes that coexisted with idle whole nodes in other pools, by what blocked them
-        self.blocked: Counter[str] = Counter()
-        self.first, self.stop = 0, None
+        self.blocked: dict[str, float] = defaultdict(float)
+        self.first: int = 0
+        self.stop: int | None = None
         self._placed: tuple[int, tuple[Loan, ...], list[int]] | None = None
 
     def _outlooks(self, prepared: Prepared, model_params: ModelParams) -> list[Outlook]:

@@ -22,13 +22,13 @@ Pure logic (no I/O, no clock): the backtest and the live recommender build a `Cl
    at least the reversal window and its tail is within `1 - wait_quantile` (its p99 wait stays its own).
    Nodes go one at a time to the best value per budget token, while that value pays at least the
    token's price.
-3. **The budget** is a token bucket: `moves_per_pool_day x pools` tokens a day, holding at most one day's
-   worth (at least the 2 tokens of one lend) and starting empty (the future's budget is never spent). A lend from the node's home costs 2
-   tokens (the move and its return), a lend of a borrowed node onward 1 (its return is already paid), a
-   take-back 0. So the moves made never exceed the tokens accrued plus one day's worth. A token's price
-   falls as the bucket fills: `node x reversal window x (1 - level / capacity)` GPU-minutes, i.e. a move
-   must buy at least an hour of a node's work when the budget is short and anything of value when the
-   budget would otherwise overflow.
+3. **The budget** is a token bucket: `moves_per_pool_day x pools` tokens a day, holding at most one
+   day's worth (at least the 2 tokens of one lend) and starting empty (the future's budget is never
+   spent). A lend from the node's home costs 2 tokens (the move and its return), a lend of a borrowed
+   node onward 1 (its return is already paid), a take-back 0. So the moves made never exceed the tokens
+   accrued plus the bucket. A token's price falls as the bucket fills: `node x reversal window x
+   (1 - level / capacity)` GPU-minutes, i.e. a move must buy up to an hour of a node's work when the
+   budget is short, and anything of value when the budget would otherwise overflow.
 4. No pair of pools exchanges nodes in both directions within the reversal window (no reversals).
 
 Every move carries its evidence: the taker's forecast (rate, expected loan length), the donor's idle span
