@@ -15,6 +15,7 @@ from typing import Protocol
 
 from exporter.fabric.model import SweepResult
 from foundation.exposition import MetricFamily
+from foundation.loop import Loop
 
 log = logging.getLogger(__name__)
 
@@ -50,13 +51,11 @@ class BackgroundSweeper:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._sweeper = sweeper
-        self._interval = interval_seconds
+        self._loop = Loop("fabric-sweep", interval_seconds, self.run_once)
         self._build = build
         self._max_age = max_age_seconds
         self._clock = clock
-        self._stop = threading.Event()
         self._swept = threading.Condition()
-        self._thread: threading.Thread | None = None
         self._latest: Published | None = None
         self._last_error: str | None = None
         self._attempts = 0
@@ -68,20 +67,11 @@ class BackgroundSweeper:
 
     def start(self) -> None:
         """Start the sweep thread (the first sweep begins at once)."""
-        self._thread = threading.Thread(target=self._loop, name="fabric-sweep", daemon=True)
-        self._thread.start()
+        self._loop.start()
 
     def stop(self, timeout: float | None = None) -> None:
         """Ask the thread to stop after its current sweep and wait for it."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            started = self._clock()
-            self.run_once()
-            self._stop.wait(max(0.0, self._interval - (self._clock() - started)))
+        self._loop.stop(timeout)
 
     def run_once(self) -> Published | None:
         """Sweep now in this thread and publish the result; None (and logged) when the sweep failed."""
@@ -132,7 +122,7 @@ class BackgroundSweeper:
 
     def health_problem(self) -> str | None:
         """Why the fabric data is not trustworthy now, or None when it is."""
-        if self._thread is not None and not self._thread.is_alive() and not self._stop.is_set():
+        if not self._loop.alive():
             return "fabric sweep thread has stopped"
         latest = self._latest
         if latest is None:
