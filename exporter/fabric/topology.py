@@ -133,10 +133,10 @@ def parse_ibnetdiscover(text: str) -> tuple[Topology, int]:
             else:
                 nodes.append(current)
             continue
-        port = _PORT.match(line)
-        if port is None or current is None or not _add_port(current, port, links):
+        port_line = _PORT.match(line)
+        if port_line is None or current is None or not _add_port(current, port_line, links):
             skipped += 1
     built = {n.guid: n.build() for n in nodes}
-    for (guid, port), link in list(links.items()):
-        links.setdefault((link.remote_guid, link.remote_port), Link(guid, port, link.width, link.speed))
+    for (guid, local_port), link in list(links.items()):
+        links.setdefault((link.remote_guid, link.remote_port), Link(guid, local_port, link.width, link.speed))
     return Topology(built, links), skipped
