@@ -1,7 +1,8 @@
 """The simulated cluster behind one HTTP port: the real exporters over the model, and its controls.
 
 Wiring (each piece is the real one except where the model stands in for hardware):
-- fabric: `SimulatedFabric` (a sweep source) -> `BackgroundSweeper.run_once` -> `FabricCollector`;
+- fabric: `SimulatedFabric` (a sweep source) -> `BackgroundSweeper.run_once` -> `FabricCollector` and
+  `FabricStatusCollector`;
 - scheduler: `SimulatedSlurm.read` -> `SchedulerPoller.poll_once` -> `SchedulerCollector`,
   `SchedulerStatusCollector`;
 - nodes: `NodeExporters` (one node exporter per scraped node over its materialized `SimulatedNode`).
@@ -23,7 +24,7 @@ from functools import partial
 from pathlib import Path
 
 from exporter.fabric.background import BackgroundSweeper
-from exporter.fabric.collector import FabricCollector
+from exporter.fabric.collector import FabricCollector, FabricStatusCollector
 from exporter.fabric.families import build_families
 from exporter.fabric.names import NameMap
 from exporter.scheduler.collector import SchedulerCollector, SchedulerStatusCollector
@@ -86,7 +87,7 @@ class ClusterServer:
         self.sweeper = BackgroundSweeper(self.fabric, settings.sweep_interval_seconds, build, max_age)
         self.slurm = SimulatedSlurm(self._cluster_state)
         self.poller = SchedulerPoller(self.slurm.read, settings.poll_interval_seconds)
-        self.fabric_registry = Registry([FabricCollector(self.sweeper)])
+        self.fabric_registry = Registry([FabricCollector(self.sweeper), FabricStatusCollector(self.sweeper)])
         self.scheduler_registry = Registry(
             [SchedulerCollector(self.poller, max_age), SchedulerStatusCollector(self.poller, max_age)]
         )
