@@ -279,6 +279,23 @@ def _promtool_problems(text: str) -> list[str]:
     return [line for line in lines if "should not include type 'counter'" not in line]
 
 
+def _start_exporter(fabric: IbsimFabric, scratch: Path, *flags: str) -> tuple[subprocess.Popen[bytes], int]:
+    """`ibpool fabric-exporter` on a free port with `flags`, once it answers; (process, port)."""
+    scratch.mkdir()
+    listen = free_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "exporter.fabric.main",
+        f"--web.listen-address=127.0.0.1:{listen}",
+        f"--fabric.scratch-dir={scratch}",
+        *flags,
+    ]
+    # The preload and IBSIM_SOCKNAME reach the diagnostics through the exporter's own environment.
+    env = {k: fabric.env[k] for k in ("LD_PRELOAD", "IBSIM_SOCKNAME", "SIM_HOST")}
+    return start_http_program(argv, listen, env=env, timeout=60), listen
+
+
 def _metrics(port_number: int) -> str:
     status, body = http_get(port_number, "/metrics")
     assert status == 200
@@ -292,21 +309,8 @@ def test_fabric_exporter_command_end_to_end(fabric: IbsimFabric, tmp_path: Path)
     names = tmp_path / "names.txt"
     names.write_text(f'{fabric.node_guid("leaf2")} "leaf-02 (row B)"\n')
     scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    listen = free_port()
-    argv = [
-        sys.executable,
-        "-m",
-        "exporter.fabric.main",
-        f"--web.listen-address=127.0.0.1:{listen}",
-        "--fabric.sweep-interval=0.5",
-        "--fabric.concurrency=3",
-        f"--fabric.node-name-map={names}",
-        f"--fabric.scratch-dir={scratch}",
-    ]
-    # The preload and IBSIM_SOCKNAME reach the diagnostics through the exporter's own environment.
-    env = {k: fabric.env[k] for k in ("LD_PRELOAD", "IBSIM_SOCKNAME", "SIM_HOST")}
-    proc = start_http_program(argv, listen, env=env, timeout=60)
+    flags = ("--fabric.sweep-interval=0.5", "--fabric.concurrency=3", f"--fabric.node-name-map={names}")
+    proc, listen = _start_exporter(fabric, scratch, *flags)
     try:
         wait_until(lambda: "ibpool_fabric_sweep_timestamp_seconds" in _metrics(listen), 60, "a first sweep")
         text = _metrics(listen)
@@ -361,24 +365,17 @@ def test_when_every_diagnostic_fails_old_links_are_aged_then_withdrawn(
     fabric: IbsimFabric, tmp_path: Path
 ) -> None:
     max_age = 5.0
-    bin_dir, scratch = tmp_path / "bin", tmp_path / "scratch"
+    bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    scratch.mkdir()
     _install_tools(bin_dir, working=True)
-    listen = free_port()
-    argv = [
-        sys.executable,
-        "-m",
-        "exporter.fabric.main",
-        f"--web.listen-address=127.0.0.1:{listen}",
+    proc, listen = _start_exporter(
+        fabric,
+        tmp_path / "scratch",
         "--fabric.sweep-interval=0.3",
         "--fabric.vl-counters=perfquery",  # every read through a program in bin_dir (no batch helper)
         f"--ibdiag.bin-dir={bin_dir}",
-        f"--fabric.scratch-dir={scratch}",
         f"--health.max-age-seconds={max_age:g}",
-    ]
-    env = {k: fabric.env[k] for k in ("LD_PRELOAD", "IBSIM_SOCKNAME", "SIM_HOST")}
-    proc = start_http_program(argv, listen, env=env, timeout=60)
+    )
     try:
         wait_until(
             lambda: _fabric_success(_metrics(listen)) == 1 and "ibpool_fabric_link_info" in _metrics(listen),
