@@ -48,6 +48,14 @@ def _sweep() -> Row:
             ),
             stat("Sweep duration", [Q("max(ibpool_fabric_sweep_duration_seconds)")], "s"),
             stat(
+                "Topology age",
+                [Q("max(ibpool_fabric_topology_age_seconds)")],
+                "s",
+                "Since the fabric was last discovered; grows while discovery fails (alert above 2 minutes).",
+                no_value="never",
+                thresholds=[{"color": "green", "value": None}, {"color": "red", "value": 120}],
+            ),
+            stat(
                 "Switches down",
                 [Q(f"count(ibpool_fabric_switch_up{{{SWITCHES}}} == 0)")],
                 "none",
@@ -56,7 +64,7 @@ def _sweep() -> Row:
             state_timeline("Switch up", [Q(f"ibpool_fabric_switch_up{{{SWITCHES}}}", "{{node_desc}}")], up),
         ],
         height=5,
-        widths=(4, 4, 4, 12),
+        widths=(4, 4, 4, 4, 8),
     )
 
 

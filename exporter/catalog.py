@@ -400,6 +400,33 @@ FABRIC_VLARB_UP = MetricSpec(
     "absent for ports not read (--fabric.vlarb-ports).",
     _F,
 )
+FABRIC_PORT_COUNTERS_AGE = MetricSpec(
+    "ibpool_fabric_port_counters_age_seconds",
+    "gauge",
+    "Seconds since the port's counters were read (present only for ports read in the last sweep).",
+    _F,
+)
+FABRIC_TOPOLOGY_AGE = MetricSpec(
+    "ibpool_fabric_topology_age_seconds",
+    "gauge",
+    "Seconds since the topology served (links, ports, switches) was discovered; it grows while discovery "
+    "fails and the last good topology is used again. Past health.max_age_seconds the fabric collector "
+    "serves nothing and fails.",
+)
+FABRIC_SWEEPS = MetricSpec(
+    "ibpool_fabric_sweeps_total",
+    "counter",
+    "Sweeps ended since start: result complete (published, perhaps with problems) or failed (nothing "
+    "published: no topology known).",
+    ("result",),
+)
+FABRIC_SKIPPED_LINES = MetricSpec(
+    "ibpool_fabric_skipped_lines_total",
+    "counter",
+    "Lines of diagnostic output skipped as unparseable or holding a number out of range (never exported), "
+    "by program.",
+    ("program",),
+)
 FABRIC_SWEEP_DURATION = MetricSpec(
     "ibpool_fabric_sweep_duration_seconds",
     "gauge",

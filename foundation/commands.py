@@ -1,7 +1,10 @@
-"""Runs one diagnostic without a shell, with a timeout; kills its process group when it overruns.
+"""The one way ibpool runs a program and finds it: no shell, stdin closed, a timeout that kills the
+program's whole process group, output decoded with replacement, and a one-line account of a failure.
 
-The exporter's environment is passed on unchanged (that is how the umad2sim preload and IBSIM_SOCKNAME
-reach the diagnostics), unless a test hands an explicit `env`.
+`CommandRunner.run` never raises for the program's own failures (cannot start, timeout, non-zero exit):
+it returns a `CommandResult`, and each package turns `not result.ok` into its own error with
+`describe()`. The environment is passed on unchanged (that is how umad2sim's preload, IBSIM_SOCKNAME and
+SLURM_CONF reach the programs) unless an explicit `env` is given.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -17,14 +21,47 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from foundation.errors import IbpoolError
+
 log = logging.getLogger(__name__)
 
+MAX_ERROR_CHARS = 300
+SBIN = "/usr/sbin:/sbin"
 _DRAIN_SECONDS = 5.0
 _SHM = Path("/dev/shm")
 
 
+class ProgramNotFoundError(IbpoolError):
+    """A program is not installed, or a configured path is not an executable file."""
+
+
+def _executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def which(name: str, bin_dir: Path | None = None) -> str | None:
+    """The executable file `name` stands for, or None: `bin_dir/name` when `bin_dir` is given, `name`
+    itself when it holds a '/', else the first on PATH, then in /usr/sbin and /sbin."""
+    if bin_dir is not None or "/" in name:
+        path = bin_dir / name if bin_dir is not None else Path(name)
+        return str(path) if _executable(path) else None
+    search = os.pathsep.join(p for p in (os.environ.get("PATH", ""), SBIN) if p)
+    return shutil.which(name, path=search)
+
+
+def find_program(name: str, bin_dir: Path | None = None) -> str:
+    """`which(name, bin_dir)`, or ProgramNotFoundError saying what is missing."""
+    found = which(name, bin_dir)
+    if found is not None:
+        return found
+    if bin_dir is not None or "/" in name:
+        path = bin_dir / name if bin_dir is not None else Path(name)
+        raise ProgramNotFoundError(f"{path} is not an executable file")
+    raise ProgramNotFoundError(f"{name} is not installed (not on PATH, nor in {SBIN})")
+
+
 def scratch_parent(preferred: Path | None = None) -> Path:
-    """Where the scratch directory the diagnostics run in goes: `preferred`, else /dev/shm, else TMPDIR.
+    """Where a scratch directory for diagnostics goes: `preferred`, else /dev/shm, else TMPDIR.
 
     Under ibsim, umad2sim writes a fake sysfs tree (`./sys-PID`, ~50 files) for every diagnostic into its
     working directory and deletes it at exit; on a disk mounted with `discard` that costs ~80 ms a
@@ -37,9 +74,14 @@ def scratch_parent(preferred: Path | None = None) -> Path:
     return Path(tempfile.gettempdir())
 
 
+def _last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1].strip() if lines else ""
+
+
 @dataclass(frozen=True)
 class CommandResult:
-    """What a command printed and how it ended."""
+    """What a command printed and how it ended (`timeout_seconds`: the limit it ran under)."""
 
     argv: tuple[str, ...]
     returncode: int | None
@@ -48,32 +90,39 @@ class CommandResult:
     seconds: float
     timed_out: bool = False
     start_error: str | None = None
+    timeout_seconds: float | None = None
 
     @property
     def ok(self) -> bool:
         """True when the command started, finished in time and exited 0."""
         return self.returncode == 0 and not self.timed_out and self.start_error is None
 
-    def describe(self) -> str:
-        """One line for logs and health: the program and why it failed (or `ok`)."""
+    @property
+    def error_text(self) -> str:
+        """The last line of stderr (else of stdout), at most MAX_ERROR_CHARS characters."""
+        return (_last_line(self.stderr) or _last_line(self.stdout))[:MAX_ERROR_CHARS]
+
+    def describe(self, with_args: bool = False) -> str:
+        """One line for logs, health and errors: the program (and its arguments) and why it failed."""
         name = Path(self.argv[0]).name if self.argv else "?"
+        shown = " ".join([name, *self.argv[1:]])[:MAX_ERROR_CHARS] if with_args else name
         if self.start_error is not None:
-            return f"{name}: cannot start: {self.start_error}"
+            return f"{shown}: cannot start: {self.start_error}"
         if self.timed_out:
-            return f"{name}: no answer within {self.seconds:.1f} s (killed)"
+            limit = self.timeout_seconds if self.timeout_seconds is not None else self.seconds
+            return f"{shown}: no answer within {limit:g} s (killed)"
         if self.returncode != 0:
-            last = self.stderr.strip().splitlines()[-1:] or [""]
-            return f"{name}: exit {self.returncode}: {last[0][:200]}"
-        return f"{name}: ok"
+            return f"{shown}: exit {self.returncode}: {self.error_text}"
+        return f"{shown}: ok"
 
 
 class CommandRunner:
-    """Runs argv lists with a per-command timeout in `cwd` (a scratch directory umad2sim may write to)."""
+    """Runs argv lists in `cwd` with `env` (None: this process's), each within `timeout_seconds`."""
 
     def __init__(
         self,
         timeout_seconds: float,
-        cwd: Path | None = None,
+        cwd: Path | str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
         self.timeout_seconds = timeout_seconds
@@ -83,6 +132,7 @@ class CommandRunner:
     def run(self, argv: Sequence[str]) -> CommandResult:
         """Run `argv` to completion or to the timeout; never raises for the command's own failures."""
         args = tuple(argv)
+        limit = self.timeout_seconds
         start = time.perf_counter()
         try:
             proc = subprocess.Popen(
@@ -95,33 +145,49 @@ class CommandRunner:
                 start_new_session=True,
             )
         except OSError as exc:
-            return CommandResult(args, None, "", "", time.perf_counter() - start, start_error=str(exc))
+            error = exc.strerror or str(exc)
+            seconds = time.perf_counter() - start
+            return CommandResult(args, None, "", "", seconds, start_error=error, timeout_seconds=limit)
         timed_out = False
         try:
-            out, err = proc.communicate(timeout=self.timeout_seconds)
+            out, err = proc.communicate(timeout=limit)
         except subprocess.TimeoutExpired:
             timed_out = True
-            self._kill(proc)
-            try:
+            _kill_group(proc)
+            try:  # what it printed before it was killed
                 out, err = proc.communicate(timeout=_DRAIN_SECONDS)
-            except subprocess.TimeoutExpired:
+            except subprocess.TimeoutExpired:  # a grandchild outside the group still holds the pipes
                 proc.kill()
+                proc.wait()
+                for pipe in (proc.stdout, proc.stderr):
+                    if pipe is not None:
+                        pipe.close()
                 out, err = b"", b""
-        seconds = time.perf_counter() - start
         result = CommandResult(
             args,
             proc.returncode,
             out.decode("utf-8", "replace"),
             err.decode("utf-8", "replace"),
-            seconds,
+            time.perf_counter() - start,
             timed_out,
+            timeout_seconds=limit,
         )
-        if not result.ok:
-            log.debug("%s", result.describe())
+        log.debug("%s (%.3f s)", result.describe(with_args=True), result.seconds)
         return result
 
-    @staticmethod
-    def _kill(proc: subprocess.Popen[bytes]) -> None:
-        """SIGKILL the process group the command leads (it was started in a session of its own)."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+
+def run_command(
+    argv: Sequence[str],
+    timeout_seconds: float,
+    *,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> CommandResult:
+    """One command with the runner's rules (for callers that run a single command now and then)."""
+    return CommandRunner(timeout_seconds, cwd, env).run(argv)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process group the command leads (it was started in a session of its own)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)

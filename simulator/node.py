@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from foundation.loop import Loop
 from simulator.fake_nvml import FakeNvml
 from simulator.sysfs_tree import SysfsTree, dgx_hcas
 
@@ -229,27 +230,20 @@ class SimulationTicker:
     """Advances a node with a workload every `step_seconds` of real time, on a daemon thread."""
 
     def __init__(self, node: SimulatedNode, workload: StandaloneWorkload, step_seconds: float = 1.0) -> None:
-        self._node, self._workload, self._step = node, workload, step_seconds
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="simulation", daemon=True)
+        self._node, self._workload = node, workload
+        self._loop = Loop("simulation", step_seconds, self._tick, run_at_start=False)
         self._last = time.monotonic()
         self._node.advance(0.0, workload.load_at(self._last))
 
     def start(self) -> None:
         """Start ticking."""
-        self._thread.start()
+        self._loop.start()
 
-    def _run(self) -> None:
-        while not self._stop.wait(self._step):
-            now = time.monotonic()
-            try:
-                self._node.advance(now - self._last, self._workload.load_at(now))
-            except Exception:
-                log.exception("simulation step failed")
-            self._last = now
+    def _tick(self) -> None:
+        now = time.monotonic()
+        elapsed, self._last = now - self._last, now  # a failed step's time is not carried into the next
+        self._node.advance(elapsed, self._workload.load_at(now))
 
     def stop(self) -> None:
         """Stop ticking and wait for the thread."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(5)
+        self._loop.stop(5)

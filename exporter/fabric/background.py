@@ -1,7 +1,9 @@
-"""Runs sweeps on a background thread at a fixed interval and keeps the last complete one.
+"""Runs sweeps on a background loop (foundation.loop) and keeps the last complete one, with its age.
 
-Scrapes never run a diagnostic: they get the families built once at the end of the last complete sweep,
-which carry that sweep's duration and end time, so staleness shows in the data itself.
+Scrapes never run a diagnostic: they get the families built once at the end of the last complete sweep.
+Data is judged by its age, never by the sweep that served it: the sweep's own age, and the age of the
+topology it used (older when discovery failed and the last good topology was used again). Past
+`max_age_seconds` either one makes the data stale (`stale_reason`): the collector then serves nothing.
 """
 
 from __future__ import annotations
@@ -9,12 +11,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from exporter.fabric.model import SweepResult
 from foundation.exposition import MetricFamily
+from foundation.loop import Loop
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +35,19 @@ class SweepSource(Protocol):
 
 @dataclass(frozen=True)
 class Published:
-    """A complete sweep and its metric families."""
+    """A complete sweep and its metric families; `published_at` (the sweeper's clock) is its end."""
 
     result: SweepResult
     families: tuple[MetricFamily, ...]
-    published_at: float  # time.monotonic()
+    published_at: float
+
+
+@dataclass(frozen=True)
+class Ages:
+    """How old the served data is now: the last complete sweep, and the topology it used."""
+
+    sweep_seconds: float
+    topology_seconds: float
 
 
 class BackgroundSweeper:
@@ -50,16 +62,15 @@ class BackgroundSweeper:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._sweeper = sweeper
-        self._interval = interval_seconds
+        self._loop = Loop("fabric-sweep", interval_seconds, self.run_once)
         self._build = build
-        self._max_age = max_age_seconds
+        self.max_age_seconds = max_age_seconds
         self._clock = clock
-        self._stop = threading.Event()
         self._swept = threading.Condition()
-        self._thread: threading.Thread | None = None
         self._latest: Published | None = None
         self._last_error: str | None = None
-        self._attempts = 0
+        self._outcomes: Counter[str] = Counter()
+        self._skipped: Counter[str] = Counter()
 
     @property
     def latest(self) -> Published | None:
@@ -68,26 +79,18 @@ class BackgroundSweeper:
 
     def start(self) -> None:
         """Start the sweep thread (the first sweep begins at once)."""
-        self._thread = threading.Thread(target=self._loop, name="fabric-sweep", daemon=True)
-        self._thread.start()
+        self._loop.start()
 
     def stop(self, timeout: float | None = None) -> None:
         """Ask the thread to stop after its current sweep and wait for it."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            started = self._clock()
-            self.run_once()
-            self._stop.wait(max(0.0, self._interval - (self._clock() - started)))
+        self._loop.stop(timeout)
 
     def run_once(self) -> Published | None:
         """Sweep now in this thread and publish the result; None (and logged) when the sweep failed."""
         try:
             result = self._sweeper.sweep()
-            published = Published(result, tuple(self._build(result)), self._clock())
+            ended = self._clock()
+            published = Published(result, tuple(self._build(result)), ended)
         except Exception as exc:  # a failed sweep keeps the previous one served; health reports it
             self._last_error = f"{type(exc).__name__}: {exc}"
             log.warning("fabric sweep failed: %s", self._last_error, exc_info=not isinstance(exc, OSError))
@@ -97,14 +100,35 @@ class BackgroundSweeper:
             self._latest = published
             self._report(result)
         with self._swept:
-            self._attempts += 1
+            self._outcomes["failed" if published is None else "complete"] += 1
+            if published is not None:
+                self._skipped.update(published.result.skipped_lines)
             self._swept.notify_all()
         return published
 
     def wait_for_sweeps(self, count: int, timeout: float) -> bool:
         """Block until `count` sweep attempts have ended since start (tests and benchmarks)."""
         with self._swept:
-            return self._swept.wait_for(lambda: self._attempts >= count, timeout)
+            return self._swept.wait_for(lambda: sum(self._outcomes.values()) >= count, timeout)
+
+    def counts(self) -> tuple[dict[str, int], dict[str, int]]:
+        """Sweeps ended by result (complete, failed) and output lines skipped by program, since start."""
+        with self._swept:
+            return dict(self._outcomes), dict(self._skipped)
+
+    def ages(self, published: Published) -> Ages:
+        """How old `published` and its topology are now."""
+        sweep = max(0.0, self._clock() - published.published_at)
+        return Ages(sweep, sweep + published.result.topology_lag)
+
+    def stale_reason(self, published: Published) -> str | None:
+        """Why `published` may no longer be served as current (too old, or its topology is), or None."""
+        ages, bound = self.ages(published), f"(max {self.max_age_seconds:g} s)"
+        if ages.sweep_seconds > self.max_age_seconds:
+            return f"last complete fabric sweep is {ages.sweep_seconds:.0f} s old {bound}"
+        if ages.topology_seconds > self.max_age_seconds:
+            return f"fabric topology is {ages.topology_seconds:.0f} s old {bound}: discovery has failed since"
+        return None
 
     @staticmethod
     def _report(result: SweepResult) -> None:
@@ -119,7 +143,10 @@ class BackgroundSweeper:
         for problem in result.problems:
             log.warning("fabric sweep: %s", problem)
         if result.skipped_lines:
-            log.warning("fabric sweep skipped unparseable output lines: %s", dict(result.skipped_lines))
+            log.warning(
+                "fabric sweep skipped unparseable or out-of-range output lines: %s",
+                dict(result.skipped_lines),
+            )
         failed = result.vlarb_failures
         if failed:
             more = f" (and {len(failed) - 5} more)" if len(failed) > 5 else ""
@@ -132,14 +159,14 @@ class BackgroundSweeper:
 
     def health_problem(self) -> str | None:
         """Why the fabric data is not trustworthy now, or None when it is."""
-        if self._thread is not None and not self._thread.is_alive() and not self._stop.is_set():
+        if not self._loop.alive():
             return "fabric sweep thread has stopped"
         latest = self._latest
         if latest is None:
             return f"no complete fabric sweep yet{f' ({self._last_error})' if self._last_error else ''}"
-        age = self._clock() - latest.published_at
-        if age > self._max_age:
-            return f"last complete fabric sweep is {age:.0f} s old (max {self._max_age:g} s)"
+        stale = self.stale_reason(latest)
+        if stale is not None:
+            return stale
         if self._last_error is not None:
             return f"last fabric sweep failed: {self._last_error}"
         if latest.result.problems:

@@ -8,12 +8,12 @@ VL arbitration tables (`smpquery vlarb`) are read one port per process.
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from foundation.commands import which
 
 ALL_PORTS = "255"
 HELPER = Path(__file__).with_name("pma_helper.py")
@@ -33,7 +33,6 @@ _VALUE_OPTIONS = frozenset(
         "--timeout-ms",
     }
 )
-_SBIN = "/usr/sbin:/sbin"
 
 
 class ResetFlagError(ValueError):
@@ -85,14 +84,12 @@ class DiagCommands:
         self._paths: dict[str, str] = {}
 
     def program(self, name: str) -> str:
-        """Full path of a diagnostic: in --ibdiag.bin-dir, else on PATH or in /usr/sbin, /sbin."""
+        """Full path of a diagnostic: in --ibdiag.bin-dir, else on PATH or in /usr/sbin, /sbin. A missing
+        one is not an error here: every sweep then reports it as a command that cannot start."""
         path = self._paths.get(name)
         if path is None:
-            if self.options.bin_dir is not None:
-                path = str(self.options.bin_dir / name)
-            else:
-                search = os.pathsep.join(p for p in (os.environ.get("PATH", ""), _SBIN) if p)
-                path = shutil.which(name, path=search) or name
+            bin_dir = self.options.bin_dir
+            path = which(name, bin_dir) or (str(bin_dir / name) if bin_dir is not None else name)
             self._paths[name] = path
         return path
 

@@ -101,7 +101,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--ibdiag.timeout", "ibdiag.timeout_ms", "ibdiag_timeout_ms", int, "MAD timeout in ms (-t)"),
     Option("--ibdiag.bin-dir", "ibdiag.bin_dir", "ibdiag_bin_dir", Path, "directory holding perfquery & co."),
     Option("--health.max-age-seconds", "health.max_age_seconds", "health_max_age_seconds", float,
-           "/healthz fails when the last complete sweep is older than this (300)"),
+           "fabric data older than this (the last complete sweep, or the topology it used) is not"
+           " served: the fabric collector fails and /healthz fails (300)"),
 )  # fmt: skip
 
 

@@ -17,6 +17,10 @@ class NoSweepYetError(FabricError):
     """No sweep has completed yet, so there is nothing to serve."""
 
 
+class StaleFabricDataError(FabricError):
+    """The last complete sweep, or the topology it used, is too old to be served as current."""
+
+
 class NameMapError(FabricError):
     """The GUID-to-name map file is unreadable or malformed; carries every problem found."""
 

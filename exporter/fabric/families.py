@@ -3,7 +3,10 @@
 Port metrics cover every port of every switch (and of every CA when HCA ports are read); data counters
 are multiplied exactly as the node side does (catalog.IB_COUNTERS); a counter read from the 32-bit
 PortCounters attribute gets a saturation flag; unreadable values are omitted, never exported as 0.
-VL arbitration weights (`ibpool_vl_weight{source="live"}`) come from the ports whose tables were read.
+A port's counters carry their age as of the sweep's end (`ibpool_fabric_port_counters_age_seconds`; the
+collector ages it to the scrape). VL arbitration weights (`ibpool_vl_weight{source="live"}`) come from
+the ports whose tables were read. How the sweep went (timestamp, duration, topology age) is served by
+`collector.FabricStatusCollector`.
 """
 
 from __future__ import annotations
@@ -35,8 +38,7 @@ class _Families:
         self.switch_up = MetricFamily(catalog.FABRIC_SWITCH_UP)
         self.vlarb_up = MetricFamily(catalog.FABRIC_VLARB_UP)
         self.vl_weight = MetricFamily(catalog.VL_WEIGHT)
-        self.duration = MetricFamily(catalog.FABRIC_SWEEP_DURATION)
-        self.timestamp = MetricFamily(catalog.FABRIC_SWEEP_TIMESTAMP)
+        self.counters_age = MetricFamily(catalog.FABRIC_PORT_COUNTERS_AGE)
 
     def all(self) -> list[MetricFamily]:
         """Every family, counters first."""
@@ -52,8 +54,7 @@ class _Families:
             self.switch_up,
             self.vlarb_up,
             self.vl_weight,
-            self.duration,
-            self.timestamp,
+            self.counters_age,
         ]
         return [*self.counters.values(), *fixed]
 
@@ -69,10 +70,7 @@ def build_families(
     for node in sorted(result.vanished.values(), key=lambda n: n.guid):
         builder.vanished(node)
     builder.vlarb()
-    out = builder.out
-    out.duration.add((), result.duration_seconds)
-    out.timestamp.add((), result.finished_at)
-    return out.all()
+    return builder.out.all()
 
 
 class _Builder:
@@ -138,6 +136,8 @@ class _Builder:
 
     def _counters(self, labels: tuple[str, str, str], reading: PortReading) -> None:
         out = self.out
+        read_at = self._result.finished_at if reading.read_at is None else reading.read_at
+        out.counters_age.add(labels, max(0.0, self._result.finished_at - read_at))
         for name, value in reading.counters.items():
             family = out.counters.get(name)
             if family is None:

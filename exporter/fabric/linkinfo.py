@@ -6,14 +6,25 @@
 ```
 
 Switch lines start with the node GUID, CA lines with the port GUID; both are resolved through the
-topology. A line that does not parse, or names a node or state it does not know, is skipped and counted.
+topology. A line that does not parse, names a node or state it does not know, or holds a LID over 0xBFFF
+or a port outside 1-254 or beyond its node's ports, is skipped and counted.
 """
 
 from __future__ import annotations
 
 import re
 
-from exporter.fabric.model import FabricNode, PortKey, PortState, Topology, format_guid
+from exporter.fabric.model import (
+    MAX_PORT,
+    FabricNode,
+    PortKey,
+    PortState,
+    Topology,
+    format_guid,
+    number,
+    valid_guid,
+    valid_lid,
+)
 
 _LINE = re.compile(
     r'^0x(?P<guid>[0-9a-fA-F]+)\s+"(?P<desc>.*)"\s+(?P<lid>\d+)\s+(?P<port>\d+)\[[^\]]*\]\s+==\((?P<link>[^)]*)\)==>'
@@ -55,8 +66,9 @@ def parse_iblinkinfo(text: str, topology: Topology) -> tuple[dict[PortKey, PortS
             continue
         match = _LINE.match(line)
         found = _STATES.search(match.group("link")) if match else None
-        node = index.get(format_guid(int(match.group("guid"), 16))) if match else None
-        if match is None or found is None or node is None:
+        node = _node(match, index) if match else None
+        port = number(match.group("port")) if match else -1
+        if match is None or found is None or node is None or not 1 <= port <= min(node.ports, MAX_PORT):
             skipped += 1
             continue
         state = STATE_IDS.get(found.group("state").lower())
@@ -64,5 +76,13 @@ def parse_iblinkinfo(text: str, topology: Topology) -> tuple[dict[PortKey, PortS
         if state is None and phys is None:
             skipped += 1
             continue
-        states[(node.guid, int(match.group("port")))] = PortState(state, phys)
+        states[(node.guid, port)] = PortState(state, phys)
     return states, skipped
+
+
+def _node(match: re.Match[str], index: dict[str, FabricNode]) -> FabricNode | None:
+    """The node a line names, when its GUID and LID are in range and discovery knows it."""
+    guid = int(match.group("guid"), 16)
+    if not valid_guid(guid) or not valid_lid(number(match.group("lid")), unassigned=True):
+        return None
+    return index.get(format_guid(guid))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from exporter.errors import ExporterError
 from exporter.fabric.background import BackgroundSweeper
-from exporter.fabric.collector import FabricCollector
+from exporter.fabric.collector import FabricCollector, FabricStatusCollector
 from exporter.fabric.commands import DiagCommands, DiagOptions
 from exporter.fabric.config import FabricConfig, load_config
 from exporter.fabric.families import build_families
@@ -57,7 +57,7 @@ def serve(cfg: FabricConfig, stop: threading.Event) -> int:
     sweeper = build_sweeper(cfg, workdir)
     build = partial(build_families, names=names, hca_ports=cfg.hca_ports, vl_count=cfg.vl_count)
     background = BackgroundSweeper(sweeper, cfg.sweep_interval_seconds, build, cfg.health_max_age_seconds)
-    registry = Registry([FabricCollector(background)])
+    registry = Registry([FabricCollector(background), FabricStatusCollector(background)])
     health = HealthCheck(registry, cfg.health_max_age_seconds, [background.health_problem])
     try:
         server = MetricsHTTPServer(parse_listen_address(cfg.listen_address), web)

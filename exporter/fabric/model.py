@@ -1,4 +1,5 @@
-"""Plain data shared by the fabric parsers, the sweep and the metric mapping.
+"""Plain data shared by the fabric parsers, the sweep and the metric mapping, and the ranges every
+parsed number must lie in (a value outside them is garbage: its line is skipped and counted).
 
 GUIDs are strings `0x` + 16 lower-case hex digits (the node side's format), ports are integers.
 """
@@ -14,6 +15,27 @@ from foundation.vlarb import VlarbTables
 NodeKind = Literal["switch", "ca", "router"]
 Attribute = Literal["basic", "extended", "vl"]
 PortKey = tuple[str, int]
+
+MAX_PORT = 254  # port numbers 0-254 (0: a switch's management port; 255 selects all ports in a query)
+MAX_LID = 0xBFFF  # unicast LIDs 1-0xBFFF; 0 is "not assigned yet"
+MAX_GUID = (1 << 64) - 1
+LINK_WIDTHS = frozenset({1, 2, 4, 8, 12})  # lanes of an IB link (1x, 2x, 4x, 8x, 12x)
+
+
+def number(digits: str) -> int:
+    """A decimal number of up to 20 digits (a 64-bit counter's most), else -1, which is out of every
+    range; a 5,000-digit string never reaches int(), which refuses it."""
+    return int(digits) if len(digits) <= 20 and digits.isascii() and digits.isdigit() else -1
+
+
+def valid_guid(value: int) -> bool:
+    """A GUID is 64 bits and never 0."""
+    return 0 < value <= MAX_GUID
+
+
+def valid_lid(value: int, unassigned: bool = False) -> bool:
+    """A unicast LID (1-0xBFFF); with `unassigned`, 0 too."""
+    return (0 if unassigned else 1) <= value <= MAX_LID
 
 
 def format_guid(value: int) -> str:
@@ -87,6 +109,7 @@ class PortReading:
     wide: set[str] = field(default_factory=set)
     vl_wait: dict[int, int] = field(default_factory=dict)
     attributes: set[Attribute] = field(default_factory=set)
+    read_at: float | None = None  # when the oldest of its attributes was read (the sweep's clock)
 
 
 @dataclass(frozen=True)
@@ -115,7 +138,11 @@ class VlarbReading:
 
 @dataclass(frozen=True)
 class SweepResult:
-    """One complete sweep: topology, port states, counter readings and how the sweep went."""
+    """One complete sweep: topology, port states, counter readings and how the sweep went.
+
+    `topology_at` is when the topology was discovered (the sweep's clock): None when in this sweep, an
+    earlier time when discovery failed and the last good topology was used again.
+    """
 
     topology: Topology
     states: Mapping[PortKey, PortState]
@@ -126,6 +153,12 @@ class SweepResult:
     skipped_lines: Mapping[str, int] = field(default_factory=dict)
     problems: tuple[str, ...] = ()
     vlarb: Mapping[PortKey, VlarbReading] = field(default_factory=dict)
+    topology_at: float | None = None
+
+    @property
+    def topology_lag(self) -> float:
+        """How much older than the sweep's end its topology is (0 when discovered in this sweep)."""
+        return 0.0 if self.topology_at is None else max(0.0, self.finished_at - self.topology_at)
 
     @property
     def vlarb_failures(self) -> list[str]:

@@ -11,8 +11,10 @@ PortVLXmitWait3:.................42
 ```
 
 One process may print many blocks (`-l` loops over a switch's ports). Field names map onto the sysfs
-counter names the catalog is keyed by. A garbled line is skipped and counted; an unknown attribute's
-block is ignored.
+counter names the catalog is keyed by. A garbled line is skipped and counted, and so is a value wider
+than its counter (`COUNTER_BITS`: a 4-bit error counter cannot read 50, a 64-bit one cannot exceed
+2^64-1), a VL outside 0-15, or a header whose LID or port is out of range (with the lines under it); an
+unknown attribute's block is ignored.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from exporter.fabric.model import Attribute
+from exporter.fabric.model import MAX_PORT, Attribute, number, valid_lid
 
 _HEADER = re.compile(r"^#\s*(?P<title>[^:]+):\s*Lid\s+(?P<lid>\d+)\s+port\s+(?P<port>\d+)\b")
 _FIELD = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9]*):\.*\s*(?P<value>\S+)$")
@@ -58,6 +60,38 @@ COUNTER_FIELDS: dict[str, str] = {
 }
 
 
+# Width in bits of each PortCounters field (IBA PortCounters attribute); every PortCountersExtended field
+# is 64 bits wide, each PortVLXmitWait counter 16.
+COUNTER_BITS: dict[str, int] = {
+    "SymbolErrorCounter": 16,
+    "LinkErrorRecoveryCounter": 8,
+    "LinkDownedCounter": 8,
+    "PortRcvErrors": 16,
+    "PortRcvRemotePhysicalErrors": 16,
+    "PortRcvSwitchRelayErrors": 16,
+    "PortXmitDiscards": 16,
+    "PortXmitConstraintErrors": 8,
+    "PortRcvConstraintErrors": 8,
+    "LocalLinkIntegrityErrors": 4,
+    "ExcessiveBufferOverrunErrors": 4,
+    "VL15Dropped": 16,
+    "PortXmitData": 32,
+    "PortRcvData": 32,
+    "PortXmitPkts": 32,
+    "PortRcvPkts": 32,
+    "PortXmitWait": 32,
+}
+EXTENDED_BITS = 64
+VL_WAIT_BITS = 16
+VL_COUNT = 16
+QUERY_ALL_PORTS = 255  # a header may name the port selector perfquery was asked for
+
+
+def fits(value: int, bits: int) -> bool:
+    """True when `value` is a counter reading `bits` wide can hold."""
+    return 0 <= value < (1 << bits)
+
+
 @dataclass(frozen=True)
 class CounterBlock:
     """One attribute of one port: sysfs-named counters, or per-VL waits keyed by VL."""
@@ -84,18 +118,37 @@ class _Open:
         return CounterBlock(self.attribute, self.lid, self.port, self.counters, self.vl_wait)
 
 
-def _field(block: _Open, name: str, value: int) -> None:
+def _field(block: _Open, name: str, value: int) -> bool:
+    """Add one field to the block; False when its value (or VL) is out of range."""
     if block.attribute == "vl":
         vl = _VL_FIELD.match(name)
         if vl is not None:
-            block.vl_wait[int(vl.group("vl"))] = value
-        return
+            lane = number(vl.group("vl"))
+            if not 0 <= lane < VL_COUNT or not fits(value, VL_WAIT_BITS):
+                return False
+            block.vl_wait[lane] = value
+        return True
     counter = COUNTER_FIELDS.get(name)
     if counter is not None:
+        bits = EXTENDED_BITS if block.attribute == "extended" else COUNTER_BITS.get(name, EXTENDED_BITS)
+        if not fits(value, bits):
+            return False
         block.counters[counter] = value
+    return True
+
+
+def _header(match: re.Match[str]) -> _Open | None:
+    """The block a header opens; None when its LID or port is out of range."""
+    lid, port = number(match.group("lid")), number(match.group("port"))
+    if not valid_lid(lid) or not (0 <= port <= MAX_PORT or port == QUERY_ALL_PORTS):
+        return None
+    title = " ".join(match.group("title").lower().split())
+    return _Open(_TITLES.get(title), lid, port, {}, {})
 
 
 def _value(text: str) -> int | None:
+    if len(text) > 24:  # wider than any 64-bit value in decimal or hex: garbage (and int() may refuse it)
+        return None
     try:
         value = int(text, 0)
     except ValueError:
@@ -104,7 +157,7 @@ def _value(text: str) -> int | None:
 
 
 def parse_perfquery(text: str) -> tuple[list[CounterBlock], int]:
-    """The blocks in `text` and how many lines were skipped as garbled."""
+    """The blocks in `text` and how many lines were skipped as garbled or out of range."""
     blocks: list[CounterBlock] = []
     skipped = 0
     current: _Open | None = None
@@ -116,16 +169,18 @@ def parse_perfquery(text: str) -> tuple[list[CounterBlock], int]:
         if header is not None:
             if current is not None and (done := current.close()) is not None:
                 blocks.append(done)
-            title = " ".join(header.group("title").lower().split())
-            attribute = _TITLES.get(title)
-            current = _Open(attribute, int(header.group("lid")), int(header.group("port")), {}, {})
+            current = _header(header)
+            skipped += current is None
             continue
         field = _FIELD.match(line)
         value = _value(field.group("value")) if field is not None else None
-        if current is None or field is None or value is None:
+        if (
+            current is None
+            or field is None
+            or value is None
+            or not _field(current, field.group("name"), value)
+        ):
             skipped += 1
-            continue
-        _field(current, field.group("name"), value)
     if current is not None and (done := current.close()) is not None:
         blocks.append(done)
     return blocks, skipped

@@ -6,7 +6,9 @@ one process each; per-VL transmit waits come from the batch helper (all switches
 up when every expected attribute of every one of its ports was read; a switch that disappears from
 discovery is remembered (and reported down) for `forget_after_seconds`. VL arbitration tables
 (`smpquery vlarb`, one process per port; `vlarb_ports` picks which) are read alongside the counters, and a
-port whose read fails is reported in `SweepResult.vlarb` without failing anything else.
+port whose read fails is reported in `SweepResult.vlarb` without failing anything else. When discovery
+fails, the last good topology is used again and the result says when it was discovered (`topology_at`);
+every port reading says when it was read (`read_at`), so neither is ever passed off as fresh.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from foundation.commands import CommandResult, CommandRunner
 
 log = logging.getLogger(__name__)
 
+PARSED_PROGRAMS = ("ibnetdiscover", "iblinkinfo", "perfquery", "pma_helper")  # keys of skipped_lines
 VlMode = Literal["batch", "perfquery", "off"]
 VL_MODES: tuple[VlMode, ...] = ("batch", "perfquery", "off")
 
@@ -95,6 +98,7 @@ class Sweeper:
         self._clock = clock
         self._pool = ThreadPoolExecutor(max(1, settings.concurrency), thread_name_prefix="fabric-diag")
         self._topology: Topology | None = None
+        self._topology_at = 0.0
         self._seen: dict[str, tuple[FabricNode, float]] = {}
         self._numbers = itertools.count(1)
 
@@ -107,7 +111,7 @@ class Sweeper:
         started = time.perf_counter()
         skipped: Counter[str] = Counter()
         problems: list[str] = []
-        topology, cache = self._discover(skipped, problems)
+        topology, cache, discovered = self._discover(skipped, problems)
         states = self._states(topology, cache, skipped, problems)
         tables = [
             (key, self._pool.submit(self._runner.run, self._commands.vlarb(lid, key[1])))
@@ -127,11 +131,14 @@ class Sweeper:
             skipped_lines=dict(skipped),
             problems=tuple(problems),
             vlarb=vlarb,
+            topology_at=None if discovered else self._topology_at,
         )
 
     # --- discovery -------------------------------------------------------------------------------
 
-    def _discover(self, skipped: Counter[str], problems: list[str]) -> tuple[Topology, Path | None]:
+    def _discover(self, skipped: Counter[str], problems: list[str]) -> tuple[Topology, Path | None, bool]:
+        """The topology (found now, or the last good one), the cache file for iblinkinfo, and whether the
+        topology was discovered in this sweep."""
         cache = self._workdir / f"fabric-{next(self._numbers)}.cache" if self.settings.port_states else None
         if cache is not None:
             cache.unlink(missing_ok=True)
@@ -142,14 +149,15 @@ class Sweeper:
         if not result.ok:
             problems.append(f"discovery: {result.describe()}")
         if topology.nodes:
-            self._topology = topology
-            return topology, cache
+            self._topology, self._topology_at = topology, self._clock()
+            return topology, cache, True
         if cache is not None:
             cache.unlink(missing_ok=True)
         if self._topology is None:
             raise DiscoveryError(f"discovery found no nodes ({result.describe()})")
-        problems.append("discovery found no nodes; using the topology of an earlier sweep")
-        return self._topology, None
+        age = self._clock() - self._topology_at
+        problems.append(f"discovery found no nodes; using the topology of an earlier sweep ({age:.0f} s old)")
+        return self._topology, None, False
 
     def _states(
         self, topology: Topology, cache: Path | None, skipped: Counter[str], problems: list[str]
@@ -254,11 +262,16 @@ class Sweeper:
 
     def _read(self, topology: Topology, skipped: Counter[str]) -> dict[str, NodeReading]:
         plan = self._plan(topology)
-        results = self._pool.map(self._runner.run, [job.argv for job in plan.jobs])
+        results = self._pool.map(self._run_timed, [job.argv for job in plan.jobs])
         gathered = _Gathered(plan, skipped)
-        for job, result in zip(plan.jobs, results, strict=True):
-            gathered.add(job, result)
+        for job, (result, finished_at) in zip(plan.jobs, results, strict=True):
+            gathered.add(job, result, finished_at)
         return gathered.readings(self._expected())
+
+    def _run_timed(self, argv: tuple[str, ...]) -> tuple[CommandResult, float]:
+        """Run one command; its result and when it ended (the clock of `finished_at`)."""
+        result = self._runner.run(argv)
+        return result, self._clock()
 
 
 class _Gathered:
@@ -272,8 +285,9 @@ class _Gathered:
         for guid, reason in plan.unreachable.items():
             self._errors[guid].append(reason)
 
-    def add(self, job: _Job, result: CommandResult) -> None:
-        """Attribute every block of `result` to its node and port (by LID); note a failed command."""
+    def add(self, job: _Job, result: CommandResult, finished_at: float) -> None:
+        """Attribute every block of `result` (read by `finished_at`) to its node and port (by LID); note a
+        failed command."""
         blocks, bad = parse_perfquery(result.stdout)
         if bad:
             self._skipped[job.program] += bad
@@ -285,7 +299,7 @@ class _Gathered:
             owner = plan.lid_owner.get(block.lid)
             if owner is None or owner not in job.guids or block.port not in plan.expected_ports[owner]:
                 continue
-            _apply(self._ports[owner].setdefault(block.port, PortReading()), block)
+            _apply(self._ports[owner].setdefault(block.port, PortReading()), block, finished_at)
 
     def readings(self, expected: frozenset[Attribute]) -> dict[str, NodeReading]:
         """One NodeReading per planned node: up when every expected attribute of every port arrived."""
@@ -298,8 +312,10 @@ class _Gathered:
         return readings
 
 
-def _apply(reading: PortReading, block: CounterBlock) -> None:
-    """Merge one attribute into a port's reading; 64-bit extended values win over 32-bit basic ones."""
+def _apply(reading: PortReading, block: CounterBlock, read_at: float) -> None:
+    """Merge one attribute into a port's reading; 64-bit extended values win over 32-bit basic ones. The
+    reading is as old as its oldest attribute."""
+    reading.read_at = read_at if reading.read_at is None else min(reading.read_at, read_at)
     if block.attribute == "vl":
         reading.vl_wait.update(block.vl_wait)
     elif block.attribute == "extended":

@@ -1,35 +1,25 @@
-"""Runs the Slurm clients: fixed argument lists, no shell, a timeout per command (the child is killed)."""
+"""Runs the Slurm clients through the shared runner (foundation.commands): fixed argument lists, no
+shell, a timeout per command (its process group is killed); a failure is a CommandError."""
 
 from __future__ import annotations
 
-import logging
 import os
-import shutil
-import subprocess
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from exporter.scheduler.errors import CommandError
-
-log = logging.getLogger(__name__)
+from foundation.commands import ProgramNotFoundError, find_program, run_command
 
 PROGRAMS = ("sinfo", "squeue", "scontrol")
-MAX_ERROR_CHARS = 300
 
 
 def resolve_program(name: str, bin_dir: Path | None) -> str:
-    """Absolute path of Slurm client `name`, from `bin_dir` or else PATH; raise CommandError if absent."""
-    if bin_dir is not None:
-        candidate = bin_dir / name
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate.resolve())
-        raise CommandError(f"{candidate} is not an executable file")
-    found = shutil.which(name)
-    if found is None:
-        raise CommandError(f"{name} is not on PATH")
-    return found
+    """Path of Slurm client `name`, in `bin_dir` or else installed; CommandError when it is not there."""
+    try:
+        return find_program(name, bin_dir)
+    except ProgramNotFoundError as exc:
+        raise CommandError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -65,26 +55,7 @@ class SlurmCommands:
 
     def run(self, program: str, *args: str) -> str:
         """Run one command; its stdout, or CommandError (could not start, non-zero exit, timeout)."""
-        argv = [program, *args]
-        name = Path(program).name
-        start = time.monotonic()
-        try:
-            result = subprocess.run(
-                argv,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=self.timeout_seconds,
-                env=dict(self.env) or None,
-                stdin=subprocess.DEVNULL,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise CommandError(f"{name}: no answer within {self.timeout_seconds:g} s (killed)") from None
-        except OSError as exc:
-            raise CommandError(f"{name}: cannot run: {exc.strerror or exc}") from None
-        log.debug("%s took %.3f s, exit %d", " ".join(argv), time.monotonic() - start, result.returncode)
-        if result.returncode != 0:
-            detail = (result.stderr.strip() or result.stdout.strip())[:MAX_ERROR_CHARS]
-            raise CommandError(f"{name} exited {result.returncode}: {detail}")
+        result = run_command([program, *args], self.timeout_seconds, env=dict(self.env) or None)
+        if not result.ok:
+            raise CommandError(result.describe())
         return result.stdout

@@ -40,7 +40,8 @@ class SchedulerExporter:
             SchedulerStatusCollector(self.poller, cfg.max_age_seconds),
         ]
         self.registry = Registry(collectors)
-        health = HealthCheck(self.registry, max_age_seconds=0.0)  # collecting reads the cache: always fresh
+        # collecting reads the cache, so it is always fresh; a dead poll thread is reported on its own
+        health = HealthCheck(self.registry, max_age_seconds=0.0, extra_checks=[self.poller.health_problem])
         try:
             self.server = MetricsHTTPServer(parse_listen_address(cfg.listen_address), self.web)
         except OSError as exc:

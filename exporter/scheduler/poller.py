@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from exporter.scheduler.errors import SchedulerError
 from exporter.scheduler.pools import SchedulerSnapshot
+from foundation.loop import Loop
 
 log = logging.getLogger(__name__)
 
@@ -45,13 +46,11 @@ class SchedulerPoller:
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self._read = read
-        self._interval = interval_seconds
+        self._loop = Loop("scheduler-poller", interval_seconds, self.poll_once)
         self._clock = clock
         self._wall = wall_clock
         self._state = PollState()
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def state(self) -> PollState:
         """The latest outcome (an immutable record, safe to read from any thread)."""
@@ -96,24 +95,13 @@ class SchedulerPoller:
             log.info("scheduler poll succeeded again after: %s", previous.error)
 
     def start(self) -> None:
-        """Start polling on a daemon thread: once at once, then every interval."""
-        if self._thread is not None:
-            raise RuntimeError("poller already started")
-        self._thread = threading.Thread(target=self._run, name="scheduler-poller", daemon=True)
-        self._thread.start()
+        """Start polling on a daemon thread: once at once, then every interval (RuntimeError if started)."""
+        self._loop.start()
 
-    def _run(self) -> None:
-        next_at = self._clock()
-        while not self._stop.is_set():
-            self.poll_once()
-            next_at += self._interval
-            now = self._clock()
-            next_at = max(next_at, now)  # a poll that overran the interval: go on now, do not catch up
-            if self._stop.wait(next_at - now):
-                return
+    def health_problem(self) -> str | None:
+        """Why polling has stopped for good (its thread died), or None."""
+        return None if self._loop.alive() else "scheduler poll thread has stopped"
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop the thread after its current poll (which ends within the command timeouts)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._loop.stop(timeout)

@@ -7,40 +7,32 @@ umad2sim writes a fake sysfs tree into the working directory (tmpfs when there i
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
-import subprocess
 import tempfile
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from foundation.commands import (
+    CommandResult,
+    CommandRunner,
+    ProgramNotFoundError,
+    find_program,
+    scratch_parent,
+)
 from scheduler_hooks.errors import CommandFailedError
 from scheduler_hooks.opensm.config import DiagConfig
-
-log = logging.getLogger(__name__)
 
 MAX_LID = 0xBFFF
 MAX_PORT = 254
 SMP_OPS = ("vlarb", "sl2vl", "pkeys")
-_SHM = Path("/dev/shm")
 
+Output = CommandResult
+"""What a finished command printed (the shared runner's result)."""
 
-@dataclass(frozen=True)
-class Output:
-    """What a finished command printed."""
-
-    argv: tuple[str, ...]
-    returncode: int
-    stdout: str
-    stderr: str
-    seconds: float
-
-
-Runner = Callable[[Sequence[str], float], Output]
-"""Runs argv to completion within a timeout; raises CommandFailedError when it cannot start or overruns."""
+Runner = Callable[[Sequence[str]], Output]
+"""Runs argv (within the configured timeout) and says how it ended; it does not raise for the command's
+failures. The default is the shared runner's `CommandRunner.run`."""
 
 
 def check_lid(lid: int) -> int:
@@ -58,43 +50,11 @@ def check_port(port: int) -> int:
 
 
 def program(name: str) -> str:
-    """The program's path (PATH, then /usr/sbin and /sbin); CommandFailedError when it is not installed."""
-    if "/" in name:
-        return name
-    path = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
-    if path is None:
-        raise CommandFailedError(f"{name} is not installed")
-    return path
-
-
-class ProcessRunner:
-    """Runs commands as child processes in `cwd` with `env`; kills the process group on timeout."""
-
-    def __init__(self, env: dict[str, str], cwd: Path) -> None:
-        self.env = env
-        self.cwd = cwd
-
-    def __call__(self, argv: Sequence[str], timeout: float) -> Output:
-        args = tuple(argv)
-        start = time.monotonic()
-        try:
-            proc = subprocess.run(
-                args,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                env=self.env,
-                cwd=self.cwd,
-                timeout=timeout,
-                check=False,
-                start_new_session=True,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise CommandFailedError(f"{Path(args[0]).name}: no answer within {timeout:g} s") from exc
-        except OSError as exc:
-            raise CommandFailedError(f"{Path(args[0]).name}: cannot start: {exc}") from exc
-        return Output(args, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
+    """The program's path (a configured path, else PATH, /usr/sbin, /sbin); CommandFailedError if absent."""
+    try:
+        return find_program(name)
+    except ProgramNotFoundError as exc:
+        raise CommandFailedError(str(exc)) from None
 
 
 class Diag:
@@ -111,9 +71,8 @@ class Diag:
             env["LD_PRELOAD"] = str(self.config.preload)
         cwd = self.config.workdir
         if cwd is None:
-            parent = _SHM if _SHM.is_dir() and os.access(_SHM, os.W_OK) else None
-            cwd = self._own_workdir = Path(tempfile.mkdtemp(prefix="ibpool-opensm-", dir=parent))
-        return ProcessRunner(env, cwd)
+            cwd = self._own_workdir = Path(tempfile.mkdtemp(prefix="ibpool-opensm-", dir=scratch_parent()))
+        return CommandRunner(self.config.command_timeout, cwd=cwd, env=env).run
 
     def close(self) -> None:
         """Remove the scratch directory this object made."""
@@ -132,13 +91,11 @@ class Diag:
         return args
 
     def run(self, argv: list[str]) -> str:
-        """Run one diagnostic; its stdout, or CommandFailedError with the end of its stderr."""
-        output = self.runner(argv, self.config.command_timeout)
-        if output.returncode != 0:
-            last = (output.stderr.strip().splitlines() or [""])[-1][:300]
-            raise CommandFailedError(
-                f"{Path(argv[0]).name} {' '.join(argv[1:])}: exit {output.returncode}: {last}"
-            )
+        """Run one diagnostic; its stdout, or CommandFailedError (cannot start, timeout, or exit and the end
+        of its stderr)."""
+        output = self.runner(argv)
+        if not output.ok:
+            raise CommandFailedError(output.describe(with_args=True))
         return output.stdout
 
     def smpquery(self, op: str, lid: int, port: int) -> str:

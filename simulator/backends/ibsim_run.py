@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
+from foundation.commands import CommandResult
 from simulator.backends.errors import ConsoleError, IbsimError
 from simulator.backends.ibsim_console import IbsimConsole
 from simulator.backends.processes import Processes, poll_until, program, run_tool, stop_process, which
@@ -243,12 +244,9 @@ class Ibsim:
                 return int(match.group(2))
         raise IbsimError(f"no LID line for {name!r} port {port} in: {output[:500]}")
 
-    def run_diag(
-        self, argv: Sequence[str], timeout: float = 30.0, check: bool = True
-    ) -> subprocess.CompletedProcess[str]:
+    def run_diag(self, argv: Sequence[str], timeout: float = 30.0, check: bool = True) -> CommandResult:
         """Run a diagnostic (perfquery, smpquery, saquery, ...) against this fabric, in `diag_dir`."""
-        binary = argv[0] if "/" in argv[0] else program(argv[0], error=IbsimError)
-        argv = [binary, *argv[1:]]
+        argv = [program(argv[0], error=IbsimError), *argv[1:]]
         return run_tool(argv, env=self.env, cwd=self.diag_dir, timeout=timeout, check=check, error=IbsimError)
 
     def stop(self) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -29,24 +28,19 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Self
 
+from foundation import commands
+from foundation.commands import CommandResult, ProgramNotFoundError, find_program, run_command
 from simulator.backends.errors import ProcessError
 
-
-def which(name: str) -> str | None:
-    """The program's path (PATH, then /usr/sbin and /sbin), or None."""
-    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
+which = commands.which  # the one program lookup; the harnesses and the demo import it from here
 
 
 def program(name: str, override: str | None = None, error: type[ProcessError] = ProcessError) -> str:
     """`override` when given (it must be executable), else the installed program; `error` when neither."""
-    if override is not None:
-        if not os.access(override, os.X_OK) or Path(override).is_dir():
-            raise error(f"{name}: {override} is not an executable file")
-        return override
-    path = which(name)
-    if path is None:
-        raise error(f"{name} is not installed")
-    return path
+    try:
+        return find_program(override if override is not None else name)
+    except ProgramNotFoundError as exc:
+        raise error(str(exc) if override is None else f"{name}: {exc}") from None
 
 
 def run_tool(
@@ -57,25 +51,12 @@ def run_tool(
     timeout: float,
     check: bool,
     error: type[ProcessError],
-) -> subprocess.CompletedProcess[str]:
-    """Run one client program (no shell, no stdin) in `cwd`, output captured; `error` on a timeout or,
-    when `check`, on a non-zero exit (the last 2000 characters of stderr)."""
-    shown = " ".join([Path(argv[0]).name, *argv[1:]])
-    try:
-        result = subprocess.run(
-            list(argv),
-            env=dict(env),
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        raise error(f"{shown}: no answer within {timeout:g} s") from None
-    if check and result.returncode != 0:
-        raise error(f"{shown} exited {result.returncode}: {result.stderr.strip()[-2000:]}")
+) -> CommandResult:
+    """Run one client program with the shared runner in `cwd`; `error` when it cannot start or times out,
+    and, when `check`, on a non-zero exit."""
+    result = run_command(argv, timeout, cwd=cwd, env=env)
+    if result.start_error is not None or result.timed_out or (check and not result.ok):
+        raise error(result.describe(with_args=True))
     return result
 
 

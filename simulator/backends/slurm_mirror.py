@@ -16,11 +16,10 @@ slurm.conf, `conf_lines`) needs to match the model.
 from __future__ import annotations
 
 import logging
-import shutil
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from foundation.commands import CommandRunner, which
 from foundation.hostlist import expand_hostlist
 from simulator.backends.errors import SlurmReadError
 from simulator.cluster.model import ClusterModel
@@ -93,24 +92,12 @@ def parse_drained(text: str) -> dict[str, str]:
 def command_runner(env: Mapping[str, str], timeout_seconds: float = 15.0) -> Run:
     """Runs a Slurm client program with `env` (SLURM_CONF, ...); its stdout, SlurmReadError on failure."""
 
+    runner = CommandRunner(timeout_seconds, env=env)
+
     def run(argv: Sequence[str]) -> str:
-        program = shutil.which(argv[0]) or argv[0]
-        try:
-            result = subprocess.run(
-                [program, *argv[1:]],
-                env=dict(env),
-                capture_output=True,
-                text=True,
-                timeout=timeout_seconds,
-                check=False,
-                stdin=subprocess.DEVNULL,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise SlurmReadError(f"{' '.join(argv)}: {exc}") from None
-        if result.returncode != 0:
-            raise SlurmReadError(
-                f"{' '.join(argv)} exited {result.returncode}: {result.stderr.strip()[:300]}"
-            )
+        result = runner.run([which(argv[0]) or argv[0], *argv[1:]])
+        if not result.ok:
+            raise SlurmReadError(result.describe(with_args=True))
         return result.stdout
 
     return run

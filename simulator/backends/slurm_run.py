@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from foundation.commands import CommandResult, run_command
 from simulator.backends.errors import SlurmError
 from simulator.backends.processes import (
     Processes,
@@ -60,13 +61,7 @@ def unavailable(names: Sequence[str] = PROGRAMS) -> str | None:
 
 def munge_answers() -> bool:
     """True when `munge -n` gets a credential from the system munged."""
-    try:
-        result = subprocess.run(
-            [which("munge") or "munge", "-n"], capture_output=True, timeout=5, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return result.returncode == 0
+    return run_command([which("munge") or "munge", "-n"], 5).ok
 
 
 def ensure_munged(timeout: float = 15.0) -> int | None:
@@ -76,11 +71,13 @@ def ensure_munged(timeout: float = 15.0) -> int | None:
     MUNGE_DIR.mkdir(mode=0o755, exist_ok=True)
     shutil.chown(MUNGE_DIR, "munge", "munge")
     if not MUNGE_KEY.is_file() or MUNGE_KEY.stat().st_size == 0:
-        subprocess.run(["mungekey", "--create", "--force"], check=True, capture_output=True, timeout=30)
+        created = run_command([program("mungekey", error=SlurmError), "--create", "--force"], 30)
+        if not created.ok:
+            raise SlurmError(created.describe(with_args=True))
         shutil.chown(MUNGE_KEY, "munge", "munge")
     munged = program("munged", error=SlurmError)
     # It daemonises; a concurrent start elsewhere loses the pid-file race and exits, which is fine.
-    subprocess.run(["runuser", "-u", "munge", "--", munged], capture_output=True, timeout=30, check=False)
+    run_command([program("runuser", error=SlurmError), "-u", "munge", "--", munged], 30)
     poll_until(munge_answers, timeout, "munged to answer", 0.05, SlurmError)
     try:
         return int(MUNGE_PID.read_text().strip())
@@ -203,9 +200,7 @@ class Slurm(StartStop):
 
     # --- commands ---------------------------------------------------------------------------------
 
-    def run(
-        self, name: str, *args: str, check: bool = True, timeout: float = 30.0
-    ) -> subprocess.CompletedProcess[str]:
+    def run(self, name: str, *args: str, check: bool = True, timeout: float = 30.0) -> CommandResult:
         """Run a Slurm client program against this cluster (no shell); SlurmError on failure when `check`."""
         path = program(name, self.binaries.get(name), SlurmError)
         return run_tool(

@@ -1,7 +1,8 @@
 """The simulated cluster behind one HTTP port: the real exporters over the model, and its controls.
 
 Wiring (each piece is the real one except where the model stands in for hardware):
-- fabric: `SimulatedFabric` (a sweep source) -> `BackgroundSweeper.run_once` -> `FabricCollector`;
+- fabric: `SimulatedFabric` (a sweep source) -> `BackgroundSweeper.run_once` -> `FabricCollector` and
+  `FabricStatusCollector`;
 - scheduler: `SimulatedSlurm.read` -> `SchedulerPoller.poll_once` -> `SchedulerCollector`,
   `SchedulerStatusCollector`;
 - nodes: `NodeExporters` (one node exporter per scraped node over its materialized `SimulatedNode`).
@@ -23,7 +24,7 @@ from functools import partial
 from pathlib import Path
 
 from exporter.fabric.background import BackgroundSweeper
-from exporter.fabric.collector import FabricCollector
+from exporter.fabric.collector import FabricCollector, FabricStatusCollector
 from exporter.fabric.families import build_families
 from exporter.fabric.names import NameMap
 from exporter.scheduler.collector import SchedulerCollector, SchedulerStatusCollector
@@ -31,6 +32,7 @@ from exporter.scheduler.model import ClusterState
 from exporter.scheduler.poller import SchedulerPoller
 from foundation.exposition import CONTENT_TYPE, MetricFamily, render
 from foundation.http_server import MetricsHTTPServer, Request, Response, parse_listen_address
+from foundation.loop import Loop
 from foundation.registry import Registry
 from foundation.web_config import WebConfig
 from simulator.cluster.errors import ClusterError
@@ -41,7 +43,7 @@ from simulator.serve import controls
 from simulator.serve.errors import RequestError
 from simulator.serve.fabric_source import SimulatedFabric
 from simulator.serve.node_exporters import NodeExporters
-from simulator.serve.runner import ClusterRunner, Periodic
+from simulator.serve.runner import ClusterRunner
 from simulator.serve.scheduler_source import SimulatedSlurm, cluster_state
 from simulator.serve.status import health_report, landing_page, model_status
 from simulator.serve.targets import node_metrics_path, sd_groups
@@ -85,7 +87,7 @@ class ClusterServer:
         self.sweeper = BackgroundSweeper(self.fabric, settings.sweep_interval_seconds, build, max_age)
         self.slurm = SimulatedSlurm(self._cluster_state)
         self.poller = SchedulerPoller(self.slurm.read, settings.poll_interval_seconds)
-        self.fabric_registry = Registry([FabricCollector(self.sweeper)])
+        self.fabric_registry = Registry([FabricCollector(self.sweeper), FabricStatusCollector(self.sweeper)])
         self.scheduler_registry = Registry(
             [SchedulerCollector(self.poller, max_age), SchedulerStatusCollector(self.poller, max_age)]
         )
@@ -93,9 +95,11 @@ class ClusterServer:
             self.runner, self.workdir / "nodes", settings.max_nodes, settings.xid_timeout_ms
         )
         self._sweep_lock, self._poll_lock = threading.Lock(), threading.Lock()
-        self._periodic = [
-            Periodic("fabric-sweep", settings.sweep_interval_seconds, self._sweep),
-            Periodic("scheduler-poll", settings.poll_interval_seconds, self._poll),
+        # `start` runs the first sweep and poll itself; a change's listener runs them too, so each read
+        # holds its lock (a read that began before a change never lands after the one after it).
+        self._loops = [
+            Loop("fabric-sweep", settings.sweep_interval_seconds, self._sweep, run_at_start=False),
+            Loop("scheduler-poll", settings.poll_interval_seconds, self._poll, run_at_start=False),
         ]
         self.runner.on_change(self._sweep)
         self.runner.on_change(self._poll)
@@ -175,7 +179,7 @@ class ClusterServer:
         return _json(200, sd_groups(view, address, pools, int(limit_text) if limit_text else None))
 
     def _healthz(self, _: Request) -> Response:
-        report = health_report(self.runner, self.sweeper, self.poller, self._periodic)
+        report = health_report(self.runner, self.sweeper, self.poller, self._loops)
         return _json(200 if report["status"] == "ok" else 503, report)
 
     def _status(self) -> dict[str, object]:
@@ -229,8 +233,8 @@ class ClusterServer:
         """First sweep and poll (so the first scrape has data), then the clock, background reads, HTTP."""
         self._sweep()
         self._poll()
-        for periodic in self._periodic:
-            periodic.start()
+        for loop in self._loops:
+            loop.start()
         self.runner.start()
         self.server.serve_in_thread()
         self._serving = True
@@ -250,8 +254,8 @@ class ClusterServer:
 
     def _release(self) -> None:
         self.runner.stop(5.0)
-        for periodic in self._periodic:
-            periodic.stop(5.0)
+        for loop in self._loops:
+            loop.stop(5.0)
         self.fabric_registry.close()
         self.scheduler_registry.close()
         self.nodes.close()

@@ -1,8 +1,9 @@
 """Runs a ClusterModel in the background at `speed` simulated seconds per wall second, behind one lock.
 
-Every read and change of the model goes through `locked()`. The thread wakes every `step_seconds` of
-wall time and advances the model by the wall time elapsed times `speed`; when the model cannot keep up,
-simulated time runs slower (at most `MAX_CATCH_UP` steps' worth per wake-up), never in bursts. Listeners
+Every read and change of the model goes through `locked()`. A background loop (foundation.loop) wakes
+every `step_seconds` of wall time and advances the model by the wall time elapsed times `speed`; when the
+model cannot keep up, simulated time runs slower (at most `MAX_CATCH_UP` steps' worth per wake-up), never
+in bursts. Listeners
 registered with `on_change` run after a control, a fault or a manual `advance` (outside the lock), so
 the exporters' caches show the change at once.
 """
@@ -15,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from foundation.loop import Loop
 from simulator.cluster.model import ClusterModel
 
 log = logging.getLogger(__name__)
@@ -37,8 +39,8 @@ class ClusterRunner:
         self.step_seconds = step_seconds
         self._clock = clock
         self._lock = threading.RLock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop: Loop | None = None
+        self._last = clock()
         self._listeners: list[Callable[[], object]] = []
 
     @contextmanager
@@ -79,65 +81,26 @@ class ClusterRunner:
                 log.exception("listener after a model change failed")
 
     def start(self) -> None:
-        """Start moving the clock (a no-op at speed 0)."""
-        if self.speed <= 0 or self._thread is not None:
+        """Start moving the clock (a no-op at speed 0, or when it runs already)."""
+        if self.speed <= 0 or self._loop is not None:
             return
-        self._thread = threading.Thread(target=self._run, name="cluster-model", daemon=True)
-        self._thread.start()
+        self._last = self._clock()
+        self._loop = Loop("cluster-model", self.step_seconds, self._step, run_at_start=False)
+        self._loop.start()
 
     def alive(self) -> bool:
         """False only when the clock thread was started and has died."""
-        return self._thread is None or self._thread.is_alive() or self._stop.is_set()
+        return self._loop is None or self._loop.alive()
 
-    def _run(self) -> None:
-        last = self._clock()
-        while not self._stop.wait(self.step_seconds):
-            now = self._clock()
-            elapsed = min(now - last, MAX_CATCH_UP * self.step_seconds)
-            last = now
-            if elapsed > 0:
-                with self._lock:
-                    self.model.advance(elapsed * self.speed)
+    def _step(self) -> None:
+        now = self._clock()
+        elapsed = min(now - self._last, MAX_CATCH_UP * self.step_seconds)
+        self._last = now
+        if elapsed > 0:
+            with self._lock:
+                self.model.advance(elapsed * self.speed)
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop the clock thread after its current step."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-
-class Periodic:
-    """Calls `action` now and then every `interval_seconds` on a daemon thread, until stopped.
-
-    `action` is also what a listener calls after a change; callers serialise the two (the cluster server
-    holds one lock per reader), so a read that began before a change never lands after the one after it.
-    """
-
-    def __init__(self, name: str, interval_seconds: float, action: Callable[[], object]) -> None:
-        self._name = name
-        self._interval = interval_seconds
-        self._action = action
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        """Start the thread."""
-        self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            try:
-                self._action()
-            except Exception:  # keep refreshing; the reader's own health check reports stale data
-                log.exception("%s failed", self._name)
-
-    def alive(self) -> bool:
-        """False only when the thread was started and has died."""
-        return self._thread is None or self._thread.is_alive() or self._stop.is_set()
-
-    def stop(self, timeout: float | None = None) -> None:
-        """Stop after the current call."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        if self._loop is not None:
+            self._loop.stop(timeout)

@@ -8,16 +8,17 @@ from dataclasses import asdict
 
 from exporter.fabric.background import BackgroundSweeper
 from exporter.scheduler.poller import SchedulerPoller
+from foundation.loop import Loop
 from simulator.cluster.model import ClusterModel
 from simulator.serve.controls import FAULT_KINDS
-from simulator.serve.runner import ClusterRunner, Periodic
+from simulator.serve.runner import ClusterRunner
 from simulator.serve.targets import node_metrics_path
 
 RECENT_EVENTS = 50
 
 
 def health_report(
-    runner: ClusterRunner, sweeper: BackgroundSweeper, poller: SchedulerPoller, threads: Sequence[Periodic]
+    runner: ClusterRunner, sweeper: BackgroundSweeper, poller: SchedulerPoller, threads: Sequence[Loop]
 ) -> dict[str, object]:
     """`status` ok or unhealthy, with the reasons: a thread dead, fabric stale, scheduler poll failing."""
     reasons: list[str] = []

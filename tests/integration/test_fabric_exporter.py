@@ -21,7 +21,7 @@ from exporter.fabric.commands import DiagCommands, DiagOptions
 from exporter.fabric.families import build_families
 from exporter.fabric.names import NameMap
 from exporter.fabric.sweep import Sweeper, SweepSettings
-from foundation.commands import CommandRunner, scratch_parent
+from foundation.commands import CommandRunner, scratch_parent, which
 from foundation.exposition import render
 from simulator.backends.ibsim_fabric import FatTree, IbsimFabric, missing_programs
 from tests.helpers import samples_of
@@ -279,6 +279,23 @@ def _promtool_problems(text: str) -> list[str]:
     return [line for line in lines if "should not include type 'counter'" not in line]
 
 
+def _start_exporter(fabric: IbsimFabric, scratch: Path, *flags: str) -> tuple[subprocess.Popen[bytes], int]:
+    """`ibpool fabric-exporter` on a free port with `flags`, once it answers; (process, port)."""
+    scratch.mkdir()
+    listen = free_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "exporter.fabric.main",
+        f"--web.listen-address=127.0.0.1:{listen}",
+        f"--fabric.scratch-dir={scratch}",
+        *flags,
+    ]
+    # The preload and IBSIM_SOCKNAME reach the diagnostics through the exporter's own environment.
+    env = {k: fabric.env[k] for k in ("LD_PRELOAD", "IBSIM_SOCKNAME", "SIM_HOST")}
+    return start_http_program(argv, listen, env=env, timeout=60), listen
+
+
 def _metrics(port_number: int) -> str:
     status, body = http_get(port_number, "/metrics")
     assert status == 200
@@ -292,21 +309,8 @@ def test_fabric_exporter_command_end_to_end(fabric: IbsimFabric, tmp_path: Path)
     names = tmp_path / "names.txt"
     names.write_text(f'{fabric.node_guid("leaf2")} "leaf-02 (row B)"\n')
     scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    listen = free_port()
-    argv = [
-        sys.executable,
-        "-m",
-        "exporter.fabric.main",
-        f"--web.listen-address=127.0.0.1:{listen}",
-        "--fabric.sweep-interval=0.5",
-        "--fabric.concurrency=3",
-        f"--fabric.node-name-map={names}",
-        f"--fabric.scratch-dir={scratch}",
-    ]
-    # The preload and IBSIM_SOCKNAME reach the diagnostics through the exporter's own environment.
-    env = {k: fabric.env[k] for k in ("LD_PRELOAD", "IBSIM_SOCKNAME", "SIM_HOST")}
-    proc = start_http_program(argv, listen, env=env, timeout=60)
+    flags = ("--fabric.sweep-interval=0.5", "--fabric.concurrency=3", f"--fabric.node-name-map={names}")
+    proc, listen = _start_exporter(fabric, scratch, *flags)
     try:
         wait_until(lambda: "ibpool_fabric_sweep_timestamp_seconds" in _metrics(listen), 60, "a first sweep")
         text = _metrics(listen)
@@ -333,6 +337,89 @@ def test_fabric_exporter_command_end_to_end(fabric: IbsimFabric, tmp_path: Path)
         code = stop(proc, timeout=60)
     assert code == 0
     assert list(scratch.iterdir()) == []  # its scratch directory (and umad2sim's trees) are gone
+
+
+TOOLS = ("ibnetdiscover", "iblinkinfo", "perfquery", "smpquery")
+FAILING_TOOL = "#!/bin/sh\necho 'ibwarn: umad port gone (test)' >&2\nexit 1\n"
+
+
+def _install_tools(bin_dir: Path, working: bool) -> None:
+    """Point `bin_dir`'s diagnostics at the real programs, or at scripts that fail (atomic swaps)."""
+    for name in TOOLS:
+        staged = bin_dir / f".{name}.new"
+        if working:
+            real = which(name)
+            assert real is not None, name
+            staged.symlink_to(real)
+        else:
+            staged.write_text(FAILING_TOOL)
+            staged.chmod(0o755)
+        staged.replace(bin_dir / name)
+
+
+def _fabric_success(text: str) -> float | None:
+    return value(text, "ibpool_exporter_collector_success", collector="fabric")
+
+
+def test_when_every_diagnostic_fails_old_links_are_aged_then_withdrawn(
+    fabric: IbsimFabric, tmp_path: Path
+) -> None:
+    max_age = 5.0
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _install_tools(bin_dir, working=True)
+    proc, listen = _start_exporter(
+        fabric,
+        tmp_path / "scratch",
+        "--fabric.sweep-interval=0.3",
+        "--fabric.vl-counters=perfquery",  # every read through a program in bin_dir (no batch helper)
+        f"--ibdiag.bin-dir={bin_dir}",
+        f"--health.max-age-seconds={max_age:g}",
+    )
+    try:
+        wait_until(
+            lambda: _fabric_success(_metrics(listen)) == 1 and "ibpool_fabric_link_info" in _metrics(listen),
+            60,
+            "a first good sweep",
+        )
+        good = _metrics(listen)
+        links = samples_of(good, "ibpool_fabric_link_info")
+        assert len(links) == 3 * (3 + 2) + 2 * 3  # every cabled switch port: leaves 3 HCAs + 2 up, spines 3
+        complete = value(good, "ibpool_fabric_sweeps_total", result="complete")
+        assert complete is not None
+
+        _install_tools(bin_dir, working=False)
+        seen: list[str] = []
+
+        def withdrawn() -> bool:
+            seen.append(_metrics(listen))
+            return _fabric_success(seen[-1]) == 0
+
+        wait_until(withdrawn, 60, "the fabric collector to fail on the old topology")
+        for text in seen:  # whatever was still served as current was within the bound, with its age
+            if _fabric_success(text) == 1:
+                age = value(text, "ibpool_fabric_topology_age_seconds")
+                assert age is not None and age <= max_age
+        stale = seen[-1]
+        assert "ibpool_fabric_link_info" not in stale and "ibpool_fabric_switch_up" not in stale
+        age = value(stale, "ibpool_fabric_topology_age_seconds")
+        assert age is not None and age > max_age
+        assert (value(stale, "ibpool_fabric_sweeps_total", result="complete") or 0) > complete + 1
+        status, body = http_get(listen, "/healthz")
+        assert status == 503 and b"fabric topology is" in body, body
+
+        _install_tools(bin_dir, working=True)
+        wait_until(
+            lambda: samples_of(_metrics(listen), "ibpool_fabric_link_info") == links,
+            60,
+            "the next good sweep to serve the links again",
+        )
+        recovered = _metrics(listen)
+        assert _fabric_success(recovered) == 1
+        assert (value(recovered, "ibpool_fabric_topology_age_seconds") or 0) <= max_age
+    finally:
+        code = stop(proc, timeout=60)
+    assert code == 0
 
 
 def test_invalid_configuration_exits_2() -> None:

@@ -33,3 +33,19 @@ def test_unknown_guid_state_or_garbage_is_skipped_and_counted() -> None:
     states, skipped = parse_iblinkinfo(text, topology)
     assert skipped == 3
     assert list(states.values()) == [PortState(2, 5)]
+
+
+def test_numbers_out_of_range_are_skipped_and_counted() -> None:
+    topology, _ = parse_ibnetdiscover(data("ibnetdiscover.txt"))
+    leaf2_port1 = data("iblinkinfo.txt").splitlines()[2]  # leaf2 (6 ports, LID 4) port 1
+    assert leaf2_port1.startswith('0x0000000000200002 "') and "4    1[  ]" in leaf2_port1
+    garbage = [
+        leaf2_port1.replace("4    1[  ]", "4    99999999999[  ]"),
+        leaf2_port1.replace("4    1[  ]", "4    0[  ]"),
+        leaf2_port1.replace("4    1[  ]", "4    7[  ]"),  # leaf2 has 6 ports
+        leaf2_port1.replace("4    1[  ]", "49152    1[  ]"),  # a multicast LID
+        leaf2_port1.replace("0x0000000000200002", "0x100000000000200002", 1),  # 68 bits
+    ]
+    states, skipped = parse_iblinkinfo("\n".join([*garbage, leaf2_port1]), topology)
+    assert skipped == len(garbage)
+    assert list(states) == [("0x0000000000200002", 1)]

@@ -64,3 +64,50 @@ def test_unknown_attribute_blocks_are_ignored() -> None:
     blocks, skipped = parse_perfquery(text)
     assert skipped == 0
     assert [b.attribute for b in blocks] == ["vl"]
+
+
+def _block(title: str, fields: dict[str, str], lid: str = "3", port: str = "1") -> str:
+    lines = [f"# {title}: Lid {lid} port {port} (CapMask: 0x1300)"]
+    return "\n".join([*lines, *(f"{name}:".ljust(33, ".") + value for name, value in fields.items())]) + "\n"
+
+
+def test_values_wider_than_their_counter_are_skipped_and_counted() -> None:
+    text = (
+        _block(
+            "Port counters",
+            {
+                "SymbolErrorCounter": "65535",  # 16 bits: the most it holds
+                "LinkDownedCounter": "256",  # 8 bits
+                "LocalLinkIntegrityErrors": "9" * 50,  # 4 bits, and 50 digits
+                "ExcessiveBufferOverrunErrors": "15",
+                "PortXmitWait": str(1 << 32),  # 32 bits
+                "PortXmitData": "4294967295",
+            },
+        )
+        + _block(
+            "Port extended counters",
+            {"PortXmitData": str((1 << 64) - 1), "PortRcvData": str(1 << 64), "PortXmitPkts": "1" * 5000},
+        )
+        + _block(
+            "PortVLXmitWaitCounters counters",
+            {"PortVLXmitWait3": "65535", "PortVLXmitWait4": "65536", "PortVLXmitWait16": "1"},
+        )
+    )
+    (basic, extended, vl), skipped = parse_perfquery(text)
+    assert skipped == 3 + 2 + 2
+    assert basic.counters == {
+        "symbol_error": 65535,
+        "excessive_buffer_overrun_errors": 15,
+        "port_xmit_data": 4294967295,
+    }
+    assert extended.counters == {"port_xmit_data": (1 << 64) - 1}
+    assert vl.vl_wait == {3: 65535}
+
+
+def test_a_header_out_of_range_skips_its_block() -> None:
+    fields = {"SymbolErrorCounter": "1", "PortXmitWait": "2"}
+    for lid, port in (("49152", "1"), ("0", "1"), ("99999999999999999999999", "1"), ("3", "256")):
+        blocks, skipped = parse_perfquery(_block("Port counters", fields, lid, port))
+        assert (blocks, skipped) == ([], 3), (lid, port)
+    blocks, skipped = parse_perfquery(_block("Port counters", fields, "3", "255"))  # the all-ports selector
+    assert skipped == 0 and blocks[0].counters == {"symbol_error": 1, "port_xmit_wait": 2}

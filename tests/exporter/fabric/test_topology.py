@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from exporter.fabric.model import Link
 from exporter.fabric.rates import rate_bytes_per_second
 from exporter.fabric.topology import parse_ibnetdiscover
@@ -56,6 +58,59 @@ def test_switch_header_variants() -> None:
     assert (switch.desc, switch.lid, switch.ports) == ('quote " inside', 17, 36)
     assert topology.links[("0x7cfe900300a5a2c0", 37)] == Link("0x506b4b0300da1e48", 1, 4, "HDR")
     assert topology.nodes["0x506b4b0300da1e48"].port_lids == {1: 5}
+
+
+GOOD_SWITCH = 'Switch\t8 "S-0000000000200002"\t\t# "leaf2" base port 0 lid 4 lmc 0'
+GOOD_CA = 'Ca\t1 "H-0000000000100008"\t\t# "node5"'
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        '[1]\t"H-0000000000100008"[99999999999](100009) \t\t# "node5" lid 8 4xSDR',  # remote port
+        '[1]\t"H-0000000000100008"[255](100009) \t\t# "node5" lid 8 4xSDR',
+        '[1]\t"H-0000000000100008"[0](100009) \t\t# "node5" lid 8 4xSDR',
+        '[999]\t"H-0000000000100008"[1](100009) \t\t# "node5" lid 8 4xSDR',  # own port
+        '[0]\t"H-0000000000100008"[1](100009) \t\t# "node5" lid 8 4xSDR',
+        '[1]\t"H-10000000000000008"[1](100009) \t\t# "node5" lid 8 4xSDR',  # 68-bit GUID
+        '[1]\t"H-0000000000000000"[1](100009) \t\t# "node5" lid 8 4xSDR',  # GUID 0
+        '[1]\t"H-0000000000100008"[1](100009) \t\t# "node5" lid 8 3xSDR',  # no 3-lane links
+        '[1]\t"H-0000000000100008"[1](100009) \t\t# "node5" lid 8 99999999999xSDR',
+    ],
+)
+def test_a_switch_port_line_with_a_number_out_of_range_is_skipped(garbage: str) -> None:
+    topology, skipped = parse_ibnetdiscover(f"{GOOD_SWITCH}\n{garbage}\n{GOOD_CA}\n")
+    assert skipped == 1
+    assert topology.links == {}  # neither end: the garbage never becomes a link
+    assert set(topology.nodes) == {"0x0000000000200002", "0x0000000000100008"}
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        'Switch\t8 "S-0000000000200002"\t\t# "leaf2" base port 0 lid 99999 lmc 0',  # LID over 0xBFFF
+        'Switch\t8 "S-0000000000200002"\t\t# "leaf2" base port 0 lid 99999999999999 lmc 0',
+        'Switch\t0 "S-0000000000200002"\t\t# "leaf2" base port 0 lid 4 lmc 0',  # no ports
+        'Switch\t300 "S-0000000000200002"\t\t# "leaf2" base port 0 lid 4 lmc 0',
+        'Switch\t8 "S-99999999999999999999"\t\t# "leaf2" base port 0 lid 4 lmc 0',
+    ],
+)
+def test_a_bad_node_line_is_skipped_with_its_port_lines(garbage: str) -> None:
+    port = '[1]\t"H-0000000000100008"[1](100009) \t\t# "node5" lid 8 4xSDR'
+    topology, skipped = parse_ibnetdiscover(f"{garbage}\n{port}\n{GOOD_CA}\n")
+    assert skipped == 2
+    assert list(topology.nodes) == ["0x0000000000100008"] and topology.links == {}
+
+
+def test_a_ca_port_with_a_bad_lid_or_port_guid_is_skipped() -> None:
+    text = (
+        'Ca\t2 "H-0000000000100008"\t\t# "node5"\n'
+        '[1](100009) \t"S-0000000000200002"[1]\t\t# lid 49152 lmc 0 "leaf2" lid 4 4xSDR\n'
+        '[2](0) \t"S-0000000000200002"[2]\t\t# lid 9 lmc 0 "leaf2" lid 4 4xSDR\n'
+    )
+    topology, skipped = parse_ibnetdiscover(text)
+    assert skipped == 2 and topology.links == {}
+    assert topology.nodes["0x0000000000100008"].port_lids == {}
 
 
 def test_empty_output_gives_an_empty_topology() -> None:

@@ -167,3 +167,16 @@ def test_the_thread_polls_at_the_interval_and_stops() -> None:
     assert not wait_for(lambda: script.calls > calls, 0.1)
     with pytest.raises(RuntimeError):
         poller.start()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the death is the point
+def test_a_dead_poll_thread_is_a_health_problem() -> None:
+    def read() -> SchedulerSnapshot:
+        raise SystemExit(1)  # not an Exception: nothing catches it, the thread ends
+
+    poller = SchedulerPoller(read, 0.01)
+    assert poller.health_problem() is None
+    poller.start()
+    assert wait_for(lambda: poller.health_problem() is not None, 10)
+    assert poller.health_problem() == "scheduler poll thread has stopped"
+    poller.stop(timeout=10)

@@ -104,7 +104,7 @@ class FakeOpenSM:
 
     # --- the diagnostics -------------------------------------------------------------------------
 
-    def __call__(self, argv: Sequence[str], timeout: float) -> Output:
+    def __call__(self, argv: Sequence[str]) -> Output:
         args = list(argv[1:])
         self.calls.append(" ".join(args))
         program = Path(argv[0]).name

@@ -30,7 +30,7 @@ class ScriptedRunner:
         self.answers = answers
         self.calls: list[tuple[str, ...]] = []
 
-    def __call__(self, argv: Sequence[str], timeout: float) -> Output:
+    def __call__(self, argv: Sequence[str]) -> Output:
         self.calls.append(tuple(argv))
         key = " ".join(argv[1:])
         queue = self.answers[key]
@@ -40,18 +40,33 @@ class ScriptedRunner:
         return Output(tuple(argv), 0, text, "", 0.0)
 
 
-def reader(answers: dict[str, list[str]]) -> tuple[FabricReader, ScriptedRunner]:
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """smpquery, saquery and ibnetdiscover as executable files the scripted runner answers for."""
+    bin_dir = tmp_path_factory.mktemp("bin")
+    paths = {}
+    for name in ("smpquery", "saquery", "ibnetdiscover"):
+        path = bin_dir / name
+        path.write_text("#!/bin/sh\nexit 99\n")
+        path.chmod(0o755)
+        paths[name] = str(path)
+    return paths
+
+
+def reader(answers: dict[str, list[str]], programs: dict[str, str]) -> tuple[FabricReader, ScriptedRunner]:
     runner = ScriptedRunner(answers)
-    config = DiagConfig(smpquery="/x/smpquery", saquery="/x/saquery", ibnetdiscover="/x/ibnetdiscover")
+    config = DiagConfig(
+        smpquery=programs["smpquery"], saquery=programs["saquery"], ibnetdiscover=programs["ibnetdiscover"]
+    )
     return FabricReader(Diag(config, runner), concurrency=2), runner
 
 
-def test_poll_waits_for_the_new_table_then_stops_asking() -> None:
+def test_poll_waits_for_the_new_table_then_stops_asking(programs: dict[str, str]) -> None:
     old = (DATA / "smpquery_vlarb_hca.txt").read_text()
     new = old.replace(
         "|0x0 |0x40|0x20|0x10|0x8 |0x4 |0x2 |0x1 |", "|0x0 |0xC8|0xA |0x0 |0x0 |0x0 |0x0 |0x0 |"
     )
-    fabric, runner = reader({"vlarb 5 1": [old, old, new], "vlarb 3 4": [new]})
+    fabric, runner = reader({"vlarb 5 1": [old, old, new], "vlarb 3 4": [new]}, programs)
     checks = table_checks(
         Target(Kind.VLARB_LOW), "1:200,2:10", [PortRef(5, 1, "node2"), PortRef(3, 4, "leaf1")]
     )
@@ -60,8 +75,10 @@ def test_poll_waits_for_the_new_table_then_stops_asking() -> None:
     assert [c[-2:] for c in runner.calls].count(("3", "4")) == 1  # a check that held is not asked again
 
 
-def test_poll_times_out_with_the_mismatching_ports() -> None:
-    fabric, _ = reader({"vlarb 5 1": [(DATA / "smpquery_vlarb_hca.txt").read_text()], "pkeys 1 1": ["FAIL"]})
+def test_poll_times_out_with_the_mismatching_ports(programs: dict[str, str]) -> None:
+    fabric, _ = reader(
+        {"vlarb 5 1": [(DATA / "smpquery_vlarb_hca.txt").read_text()], "pkeys 1 1": ["FAIL"]}, programs
+    )
     checks = table_checks(Target(Kind.VLARB_HIGH), "0:9", [PortRef(5, 1, "node2")])
     checks += pkey_checks(Target(Kind.PARTITION_MEMBERS, "p"), 2, {PortRef(1, 1, "node1"): "full"})
     result = poll(fabric, checks, timeout=0.05, interval=0.01)
@@ -72,13 +89,15 @@ def test_poll_times_out_with_the_mismatching_ports() -> None:
     assert "2 of 2 checks failed" in result.describe()
 
 
-def test_poll_stops_at_an_opensm_configuration_error(tmp_path: Path) -> None:
+def test_poll_stops_at_an_opensm_configuration_error(tmp_path: Path, programs: dict[str, str]) -> None:
     log = tmp_path / "osm.log"
     log.write_text("old line ERR AC04: before the signal\n")
     offset = log.stat().st_size
     with log.open("a") as out:
         out.write("Dec 02 0x01 -> parse_part_conf: PARSE ERROR: line 6: no partition definition found\n")
-    fabric, runner = reader({"saquery -p --src-to-dst 1:5": [(DATA / "saquery_path_sl3.txt").read_text()]})
+    fabric, runner = reader(
+        {"saquery -p --src-to-dst 1:5": [(DATA / "saquery_path_sl3.txt").read_text()]}, programs
+    )
     checks = path_checks(Target(Kind.GROUP_SL, "p"), "4", [(PortRef(1, 1), PortRef(5, 1))])
     result = poll(fabric, checks, 5, 0.01, lambda: log_errors(log, offset))
     assert not result.ok and result.rounds == 1 and runner.calls == []
@@ -87,7 +106,7 @@ def test_poll_stops_at_an_opensm_configuration_error(tmp_path: Path) -> None:
     assert log_errors(log, 10**9) is None  # rotated: nothing to say
 
 
-def test_path_pairs_and_argument_checks() -> None:
+def test_path_pairs_and_argument_checks(programs: dict[str, str]) -> None:
     ports = [PortRef(1, 1), PortRef(5, 1), PortRef(6, 1)]
     assert path_pairs(ports, 3) == [(ports[0], ports[1]), (ports[0], ports[2]), (ports[1], ports[0])]
     assert path_pairs(ports[:1], 3) == []
@@ -98,12 +117,13 @@ def test_path_pairs_and_argument_checks() -> None:
     with pytest.raises(ValueError):
         check_port(255)
     diag = Diag(
-        DiagConfig(smpquery="/x/smpquery", ca="mlx5_0", ca_port=1, mad_timeout_ms=100), ScriptedRunner({})
+        DiagConfig(smpquery=programs["smpquery"], ca="mlx5_0", ca_port=1, mad_timeout_ms=100),
+        ScriptedRunner({}),
     )
     with pytest.raises(ValueError, match="not one of"):
         diag.smpquery("portinfo; reboot", 1, 1)
     runner = ScriptedRunner({"-C mlx5_0 -P 1 -t 100 vlarb 1 1": ["FAIL"]})
-    diag = Diag(DiagConfig(smpquery="/x/smpquery", ca="mlx5_0", ca_port=1, mad_timeout_ms=100), runner)
+    diag = Diag(DiagConfig(smpquery=programs["smpquery"], ca="mlx5_0", ca_port=1, mad_timeout_ms=100), runner)
     with pytest.raises(CommandFailedError, match="exit 1"):
         diag.smpquery("vlarb", 1, 1)
 

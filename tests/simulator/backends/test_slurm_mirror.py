@@ -132,7 +132,7 @@ def test_layout_matches_the_model() -> None:
 def test_the_runner_reports_failures() -> None:
     run = command_runner({"PATH": "/usr/bin:/bin"})
     assert run(["echo", "a", "b"]) == "a b\n"
-    with pytest.raises(SlurmReadError, match="exited 1"):
+    with pytest.raises(SlurmReadError, match="false: exit 1"):
         run(["false"])
     with pytest.raises(SlurmReadError, match="no-such-program"):
         run(["no-such-program-ibpool"])

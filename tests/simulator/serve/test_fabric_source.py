@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from exporter.fabric.background import BackgroundSweeper
-from exporter.fabric.collector import FabricCollector
+from exporter.fabric.collector import FabricCollector, FabricStatusCollector
 from exporter.fabric.families import build_families
 from exporter.fabric.model import format_guid
 from exporter.fabric.names import NameMap
@@ -165,8 +165,9 @@ def test_the_real_background_sweeper_and_collector_serve_the_simulated_sweep() -
     fabric = SimulatedFabric(model.fabric_view)
     background = BackgroundSweeper(fabric, 60.0, lambda r: build_families(r, NameMap(), vl_count=8), 120.0)
     assert background.run_once() is not None
-    text = render(FabricCollector(background).collect())
+    text = render(FabricCollector(background).collect() + FabricStatusCollector(background).collect())
     assert value(text, "ibpool_fabric_sweep_duration_seconds") is not None
+    assert value(text, "ibpool_fabric_topology_age_seconds") is not None
     assert fabric.set_answering("spine01", False) == format_guid(model.topology.switch_guids[-1][0])
     background.run_once()
     text = render(FabricCollector(background).collect())
