@@ -138,7 +138,7 @@ def read_only_mount() -> Iterator[Path]:
     try:
         yield path
     finally:
-        subprocess.run(["umount", str(path)], check=True)
+        subprocess.run(["umount", "--lazy", str(path)], check=True)  # even with files open
         path.rmdir()
 
 
