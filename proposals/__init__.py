@@ -47,6 +47,9 @@ Lifecycle (`proposals.states`)
 Who
     The proposer is the user given at submit, else `policy:<policy>`. Approvers are people (names that do
     not start with `policy:`) or an approval policy file, recorded as `policy:<name>`; never the proposer.
+    Beside each declared name the audit log keeps the identity the system vouched for (`actor`: the OS
+    account, SUDO_USER under root, the HTTP user of `ibpool approval-server`); a person's approval is
+    refused when any of the approver's names is one of the proposer's. Trust model: docs/approvals.md.
 
 Store location
     `--db PATH`, else the environment variable `IBPOOL_DB`, else `/var/lib/ibpool/ibpool.db`.
