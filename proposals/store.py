@@ -19,7 +19,7 @@ import os
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -210,7 +210,8 @@ class Store:
         except OSError as exc:
             raise StoreError(f"cannot back up {self.path} to {dest}: {exc.strerror or exc}") from None
         finally:
-            tmp.unlink(missing_ok=True)
+            with suppress(OSError):
+                tmp.unlink(missing_ok=True)
         log.info("proposal store %s backed up to %s", self.path, dest)
 
     def close(self) -> None:

@@ -203,6 +203,7 @@ def test_rejects_and_bad_requests(https: Server, db: Path, tmp_path: Path) -> No
     for body, status in [([pid], 400), ({"id": pid, "by": "mallory"}, 400), ({"id": 7}, 400), ({}, 400)]:
         assert https.request("POST", "/api/v1/approve", "bob", body)[0] == status, body
     assert https.request("POST", "/api/v1/approve", "bob", b"{not json")[0] == 400
+    assert https.request("POST", "/api/v1/approve", "bob", b"[" * 60_000)[0] == 400  # no RecursionError
     status, body = https.request("POST", "/api/v1/reject", "dave", {"id": pid, "reason": "not tonight"})
     assert status == 200 and body["state"] == "rejected"
     assert json.loads(cli(db, "audit", pid, "--json"))[-1]["detail"] == "not tonight"
