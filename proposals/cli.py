@@ -116,6 +116,9 @@ def main(argv: Sequence[str]) -> int:
     except LookupFailedError as exc:
         _err(str(exc))
         return REFUSED
+    except BrokenPipeError:  # the reader went away (`| head`): nothing is wrong here
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return OK
 
 
 def _err(message: str) -> None:

@@ -176,3 +176,16 @@ def test_backup_is_consistent_and_never_overwrites(tmp_path: Path) -> None:
     again = cli(db, "backup", str(tmp_path / "b1.db"))
     assert again.returncode == 2 and "already exists" in again.stderr
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("b1", ".b1"))) == ["b1.db"]
+
+
+def test_a_reader_that_goes_away_is_not_an_error(tmp_path: Path) -> None:
+    db = tmp_path / "p.db"
+    filled_store(db, 40)
+    command = [sys.executable, "-m", "ibpool", "proposals", "--db", str(db), "list", "--json"]  # > a pipe
+    proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()
+    proc.stdout.close()  # as `| head -1` does
+    assert proc.wait(timeout=60) == 0
+    assert b"Traceback" not in proc.stderr.read()
+    proc.stderr.close()
