@@ -1,10 +1,10 @@
-"""Backtest speed: a 31-day, 16-pool `ibpool backtest` (static, policy and oracle), end to end.
+"""Backtest speed: a 31-day, 16-pool `ibpool backtest` (every strategy), end to end.
 
 The 31 days are synthesized from the shared 10-day trace: its first 9 days (May 10 has no jobs at all)
 are repeated back to back (9 + 9 + 9 + 4 days) with timestamps continuing minute by minute, written as a
 gzip CSV in a temporary folder. `--copies N` makes a wider cluster: N copies of the 16 pools, copy c
 shifted by 2c days, named `POOL_c` (a real cluster with more pools than the shared trace). The figure
-covers reading that file, the three strategies and writing the JSON report, as
+covers reading that file, every strategy and writing the JSON report, as
 `ibpool backtest --trace FILE --json OUT` does.
 
     .venv/bin/python -m benchmarks.backtest_speed [--trace PATH] [--days 31] [--copies 1] [--repeat 1]
@@ -74,16 +74,10 @@ def main(argv: list[str]) -> int:
         figures = json.loads(report.read_text(encoding="utf-8"))
     meta = figures["meta"]
     print(
-        f"backtest {meta['eval_days']:.0f} days x {meta['pools']} pools, 3 strategies: "
+        f"backtest {meta['eval_days']:.0f} days x {meta['pools']} pools, every strategy: "
         f"{walls[-1]:.1f} s wall (best of {len(walls)}: {min(walls):.1f} s; target < 60 s)"
     )
-    for name in ("policy", "static", "oracle"):
-        row = figures[name]
-        print(
-            f"  {name:<7} coverage {row['coverage']:.3f}  moves/pool/day {row['moves_per_pool_day']:.3f}  "
-            f"reversals {row['reversals_within_60min']}  "
-            f"worst p95 wait ratio {row['worst_pool_p95_wait_ratio_vs_static']:.3f}"
-        )
+    print(cli.format_table(figures))
     return 0
 
 

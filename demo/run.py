@@ -458,7 +458,7 @@ class Demo:
         persistence = (
             self.timings.quota.persistence_seconds
             if p.policy == "quota"
-            else self.timings.rebalance.persistence_min * 60
+            else self.timings.rebalance.drain_min * 60
         )
         proposed = self._proposed_at.get(pid, self.model.now)
         self.report.applied.append(

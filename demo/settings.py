@@ -1,8 +1,9 @@
 """The demo's two timings (default and `--fast`): simulated durations, pacing and compressed policy windows.
 
-Demo timings are compressed. A production recommender waits 2 minutes (quota) and 30 minutes (rebalance)
-of persistent evidence, keeps 6 hours of history before lending and looks 2 days back for a donor's peak
-demand; the demo shortens those windows so that a few simulated hours show every step of the loop. The
+Demo timings are compressed. A production recommender waits 2 minutes (quota) of persistent evidence, and
+its rebalance planner plans every 10 minutes, never moves a node back within an hour, paces 0.5 moves per
+pool-day and forecasts from a week of history; the demo shortens those so that a few simulated hours show
+every step of the loop (its move budget is scaled up by the same compression). The
 approval bounds and blast-radius limits (demo/approval.yaml) are not compressed.
 """
 
@@ -53,12 +54,7 @@ DEFAULT = Timings(
     fault_at=1800.0,
     quota=_quota(persistence=120.0, cooldown=600.0),
     rebalance=RebalanceParams(
-        persistence_min=10.0,
-        min_history_min=20.0,
-        reserve_window_min=20.0,
-        cooldown_min=20.0,
-        max_nodes_per_move=2,
-        lend_budget_per_pool_day=1.0,
+        cycle_min=1.0, drain_min=3.0, reversal_min=10.0, moves_per_pool_day=24.0, history_min=60.0
     ),
 )
 
@@ -75,11 +71,6 @@ FAST = Timings(
     fault_at=1200.0,
     quota=_quota(persistence=90.0, cooldown=300.0),
     rebalance=RebalanceParams(
-        persistence_min=6.0,
-        min_history_min=12.0,
-        reserve_window_min=12.0,
-        cooldown_min=10.0,
-        max_nodes_per_move=2,
-        lend_budget_per_pool_day=1.0,
+        cycle_min=2.0, drain_min=4.0, reversal_min=6.0, moves_per_pool_day=48.0, history_min=30.0
     ),
 )

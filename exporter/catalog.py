@@ -1,4 +1,4 @@
-"""The one catalog of every metric ibpool's node exporter writes (ARCHITECTURE §3).
+"""The one catalog of every metric ibpool's node exporter writes (docs/architecture.md §4).
 
 Collectors refer to these specs; nothing else defines a metric name.
 """
@@ -411,7 +411,7 @@ FABRIC_SWEEP_TIMESTAMP = MetricSpec(
     "Unix time at the end of the last complete sweep.",
 )
 
-# --- VL arbitration weights (ARCHITECTURE §4): live from the fabric, desired from OpenSM's config -------
+# --- VL arbitration weights (docs/architecture.md §5): live from the fabric, desired from OpenSM --
 _VL_WEIGHT_HELP = (
     "VL arbitration weight (0-255) per virtual lane and table (high, low; a VL listed twice sums): "
     'source="live" read from a switch port with smpquery vlarb (fabric exporter), source="desired" the '

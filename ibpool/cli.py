@@ -64,13 +64,31 @@ COMMANDS: dict[str, Command] = {
 }
 SIMULATED_EXPORTER = Command("simulator.node_exporter", "the node exporter over a simulated node")
 
+# Bash completion: subcommands from this table, a subcommand's flags from its own --help (read on demand).
+BASH_COMPLETION = """# ibpool bash completion: eval "$(ibpool completion bash)"
+_ibpool() {
+    local cur=${COMP_WORDS[COMP_CWORD]}
+    if [ "$COMP_CWORD" -eq 1 ]; then
+        COMPREPLY=($(compgen -W "%s --help --version" -- "$cur"))
+    elif [[ $cur == -* ]]; then
+        local flags
+        flags=$(ibpool "${COMP_WORDS[1]}" --help 2>/dev/null | grep -oE -- '--[A-Za-z0-9][A-Za-z0-9.-]*')
+        COMPREPLY=($(compgen -W "$flags" -- "$cur"))
+    else
+        COMPREPLY=($(compgen -f -- "$cur"))
+    fi
+}
+complete -F _ibpool ibpool
+"""
+
 
 def usage() -> str:
     """The top-level help."""
     width = max(map(len, COMMANDS)) + 2
     lines = [f"  {name:<{width}} {command.help}" for name, command in COMMANDS.items()]
     return (
-        "usage: ibpool <command> [options]\n       ibpool --version\n\ncommands:\n"
+        "usage: ibpool <command> [options]\n       ibpool --version\n"
+        '       eval "$(ibpool completion bash)"   # shell completion\n\ncommands:\n'
         + "\n".join(lines)
         + "\n\nRun `ibpool <command> --help` for a command's options.\n"
     )
@@ -90,6 +108,12 @@ def main(argv: list[str]) -> int:
         return 0 if argv else 2
     if argv[0] in ("--version", "version"):
         print(f"ibpool {__version__}")
+        return 0
+    if argv[0] == "completion":
+        if argv[1:] != ["bash"]:
+            print("usage: ibpool completion bash", file=sys.stderr)
+            return 2
+        print(BASH_COMPLETION % " ".join([*COMMANDS, "completion"]), end="")
         return 0
     command = resolve(argv[0], argv[1:])
     if command is None:

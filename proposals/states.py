@@ -1,4 +1,4 @@
-"""The proposal lifecycle: states and the transitions allowed between them (ARCHITECTURE §4).
+"""The proposal lifecycle: states and the transitions allowed between them (docs/architecture.md §5).
 
     pending  -> approved | rejected | expired
     approved -> applying | expired

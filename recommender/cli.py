@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -167,12 +168,26 @@ def build_source(cfg: RecommendConfig) -> SignalSource:
     return EmbeddedSource(settings, qos)
 
 
-def build_recommender(cfg: RecommendConfig, store: Store, approval: ApprovalConfig | None) -> Recommender:
-    """A Recommender over the configured source and policies."""
+def build_recommender(
+    cfg: RecommendConfig,
+    store: Store,
+    approval: ApprovalConfig | None,
+    progress: Callable[[str], None] | None = None,
+) -> Recommender:
+    """A Recommender over the configured source and policies (`progress`: told each step of a cycle)."""
     quota = QuotaPolicy(QuotaParams(priorities=dict(cfg.priorities)))
     return Recommender(
-        build_source(cfg), store, quota=quota, approval=approval, state_path=state_path_for(cfg.db)
+        build_source(cfg),
+        store,
+        quota=quota,
+        approval=approval,
+        state_path=state_path_for(cfg.db),
+        progress=progress,
     )
+
+
+def _progress(message: str) -> None:
+    print(f"ibpool recommend: {message}", file=sys.stderr, flush=True)
 
 
 def print_result(result: CycleResult, as_json: bool) -> None:
@@ -189,6 +204,8 @@ def print_result(result: CycleResult, as_json: bool) -> None:
         for change in sub.proposal.changes:
             print(f"    {change.target}: {change.before} -> {change.after}")
         print(f"    expected: {sub.proposal.expected_effect}")
+        for e in sub.proposal.evidence:
+            print(f"    evidence [{e.window}] {e.query} = {e.value:g} (threshold {e.threshold:g})")
     if result.skipped_duplicates:
         print(f"  {result.skipped_duplicates} proposal(s) equal to one still pending: not submitted again")
     for decision in result.decisions:
@@ -213,7 +230,7 @@ def main(argv: list[str]) -> int:
         if args.once:
             cfg.db.parent.mkdir(parents=True, exist_ok=True)
             with Store(cfg.db) as store:
-                result = build_recommender(cfg, store, approval).run_once()
+                result = build_recommender(cfg, store, approval, None if args.json else _progress).run_once()
             print_result(result, args.json)
             return 0
         return _serve(cfg, approval)

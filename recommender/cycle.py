@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -99,6 +99,7 @@ class Recommender:
         approval: ApprovalConfig | None = None,
         gpus_per_node: int = 8,
         state_path: Path | None = None,
+        progress: Callable[[str], None] | None = None,
     ) -> None:
         self.source = source
         self.store = store
@@ -107,6 +108,7 @@ class Recommender:
         self.approval = approval
         self.gpus_per_node = gpus_per_node
         self.state_path = state_path
+        self.progress = progress
         self.quota_state = QuotaState()
         self.history = PoolHistory()
         self._load_state()
@@ -143,8 +145,14 @@ class Recommender:
     def run_once(self) -> CycleResult:
         """Fetch, evaluate, submit, auto-approve; never raises for missing data."""
         started, clock = time.time(), time.perf_counter()
+        self._say(f"fetching signals from {self.source.name}")
         signals = self.source.fetch()
-        found = self.evaluate(signals, read_moves(self.store))
+        self._say(f"signals: {len(signals.pools)} pools, {len(signals.nodes)} nodes; reading stored moves")
+        known = read_moves(self.store)
+        watched = self.history.watched_min(signals.taken_at)
+        self._say(f"planning over {len(known)} stored node move(s) and {watched:.0f} min of history")
+        found = self.evaluate(signals, known)
+        self._say(f"policies proposed {len(found.proposals)} change(s); submitting")
         pending = {_shape(s.proposal) for s in self.store.list_proposals(PENDING)}
         submitted: list[Submitted] = []
         skipped = 0
@@ -173,6 +181,10 @@ class Recommender:
             notes=tuple(found.notes),
         )
 
+    def _say(self, message: str) -> None:
+        if self.progress is not None:
+            self.progress(message)
+
     # --- hysteresis memory on disk ------------------------------------------------------------------
 
     def _load_state(self) -> None:
@@ -198,19 +210,31 @@ class Recommender:
         tmp.replace(self.state_path)
 
 
+_DEMAND = 'sum(ibpool_pool_allocated_gpus{{pool="POOL"}}) + pool:ibpool_pool_pending_gpus:sum{{pool="POOL"}}'
 _QUERIES = {
-    "pending_gpus_lasting": 'quantile_over_time({q}, pool:ibpool_pool_pending_gpus:sum{{pool="{to}"}}[{w}])',
-    "donor_spare_nodes": 'pool idle whole nodes above the reserve (max_over_time demand[{w}]) of "{frm}"',
-    "free_gpus": 'ibpool_pool_capacity_gpus{{pool="{home}"}} - allocated - pending',
-    "pending_gpus_chronic_min": 'min_over_time(pool:ibpool_pool_pending_gpus:sum{{pool="{to}"}}[{w}])',
-    "demand_gpus_min": (
-        'min_over_time((sum by (pool) (ibpool_pool_allocated_gpus{{pool="{home}"}})'
-        ' + pool:ibpool_pool_pending_gpus:sum{{pool="{home}"}})[{w}:1m])'
+    "taker_shortfall_rate_gpus": (
+        "avg_over_time(clamp("
+        + _DEMAND.replace("POOL", "{to}")
+        + ' - ibpool_pool_capacity_gpus{{pool="{to}"}}'
+        ", 0, 8)[{w}:1m])"
     ),
-    "planned_demand_gpus": (
-        'demand (allocated + pending) of "{to}" at this time of day, held on most of the last {w} '
-        "(time-of-day profile)"
+    "taker_shortfall_lasted_min": (
+        'minutes the demand of "{to}" has exceeded its capacity (gaps shorter than the drain ignored), '
+        "looked back over {w}"
     ),
+    "donor_idle_min": 'minutes since the demand of "{frm}" last needed the node lent, looked back over {w}',
+    "donor_tail_share": (
+        'share of the demand minutes of "{frm}" over the last {w} above its capacity after the loan'
+    ),
+    "expected_value_gpu_minutes": (
+        'planner value: GPU-minutes the node serves "{to}" minus the displacement risked at "{frm}" '
+        "over the expected loan of {w}"
+    ),
+    "move_budget_tokens": (
+        "move budget tokens left after this move (paced moves per pool-day, at most one day's worth)"
+    ),
+    "owner_shortfall_gpus": _DEMAND.replace("POOL", "{home}")
+    + ' - ibpool_pool_capacity_gpus{{pool="{home}"}}',
 }
 
 
@@ -311,8 +335,7 @@ def _group_proposal(
         )
         for pool in order
     )
-    q = policy.params.persistence_quantile
-    evidence = tuple(_evidence(move, e, q) for move, _ in group for e in move.evidence)
+    evidence = tuple(_evidence(move, e) for move, _ in group for e in move.evidence)
     effect = "; ".join(
         f"{move.kind}: {move.nodes} node(s) ({', '.join(chosen)}) of {move.home_pool} "
         f"from {move.from_pool} to {move.to_pool}: {move.reason}"
@@ -329,12 +352,11 @@ def _group_proposal(
     )
 
 
-def _evidence(move: Move, e: PolicyEvidence, quantile: float) -> Evidence:
-    """A policy's evidence as the proposal's: the query it stands for, the window, value and threshold
-    (`quantile`: the policy's persistence quantile)."""
+def _evidence(move: Move, e: PolicyEvidence) -> Evidence:
+    """A planner's evidence as the proposal's: the query it stands for, the window, value and threshold."""
     window = f"{max(1, round(e.window_min))}m"
     query = _QUERIES.get(e.signal, e.signal).format(
-        to=move.to_pool, frm=move.from_pool, home=move.home_pool, w=window, q=f"{quantile:g}"
+        to=move.to_pool, frm=move.from_pool, home=move.home_pool, w=window
     )
     return Evidence(query, window, e.value, e.threshold)
 

@@ -10,4 +10,5 @@ bash scripts/setup.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
-.venv/bin/python -m pytest "$@"
+# The slowest tests and the suite's wall time ("N passed in S s (H:MM:SS)") close the log.
+.venv/bin/python -m pytest --durations=25 "$@"

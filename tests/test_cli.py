@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from foundation.version import __version__
@@ -34,3 +39,21 @@ def test_version_help_and_unknown(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["nope"]) == 2
     assert "unknown command 'nope'" in capsys.readouterr().err
     assert main([]) == 2
+
+
+def test_bash_completion_completes_commands_and_flags(tmp_path: Path) -> None:
+    """The script, sourced in a real bash with `ibpool` on PATH, completes a command and its flags."""
+    assert main(["completion", "zsh"]) == 2
+    shim = tmp_path / "ibpool"
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m ibpool "$@"\n')
+    shim.chmod(0o755)
+    script = (
+        'eval "$(ibpool completion bash)"\n'
+        'COMP_WORDS=(ibpool fab); COMP_CWORD=1; _ibpool; echo "${COMPREPLY[*]}"\n'
+        'COMP_WORDS=(ibpool fabric-exporter --fabric.sw); COMP_CWORD=2; _ibpool; echo "${COMPREPLY[*]}"\n'
+    )
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, check=True).stdout
+    commands, flags = out.splitlines()
+    assert commands == "fabric-exporter"
+    assert flags.startswith("--fabric.sweep-interval")

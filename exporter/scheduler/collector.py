@@ -1,4 +1,4 @@
-"""Maps the poller's cached outcome to the scheduler metric families (ARCHITECTURE §3).
+"""Maps the poller's cached outcome to the scheduler metric families (docs/architecture.md §4).
 
 Two collectors, so that the registry's `ibpool_exporter_collector_success` says what failed:
 

@@ -1,4 +1,5 @@
-"""`ibpool backtest --trace FILE --json OUT`: replay a per-pool minute trace under static, policy, oracle."""
+"""`ibpool backtest --trace FILE --json OUT`: replay a per-pool minute trace under the planner and its
+references (static, scheduler-native sharing, budgeted hindsight, the unbudgeted bound)."""
 
 from __future__ import annotations
 
@@ -11,19 +12,28 @@ from typing import Any
 
 from recommender.backtest.errors import BacktestError
 from recommender.backtest.model import ModelParams
-from recommender.backtest.oracle import OracleParams
-from recommender.backtest.report import BacktestConfig, run_backtest
+from recommender.backtest.report import STRATEGIES, BacktestConfig, run_backtest
 from recommender.backtest.trace import load_trace, parse_time
 from recommender.policies.rebalance import RebalanceParams, RebalanceParamsError
 
 COLUMNS = (
+    ("coverage_beyond_static", "beyond static", "{:.3f}"),
     ("coverage", "coverage", "{:.3f}"),
-    ("served_gpu_minutes", "served GPU-min", "{:.0f}"),
-    ("allocation_utilization", "alloc util", "{:.3f}"),
-    ("moves", "moves", "{}"),
     ("moves_per_pool_day", "moves/pool/day", "{:.3f}"),
-    ("reversals_within_60min", "reversals<60m", "{}"),
-    ("worst_pool_p95_wait_ratio_vs_static", "worst p95 wait ratio", "{:.3f}"),
+    ("reversals_within_60min_per_30_days", "reversals/30d", "{:.2f}"),
+    ("worst_pool_p95_wait_ratio_vs_static", "worst p95 ratio", "{:.3f}"),
+    ("worst_pool_p99_wait_ratio_vs_static", "worst p99 ratio", "{:.3f}"),
+    ("lost_gpu_minutes", "lost GPU-min", "{:.0f}"),
+)
+POOL_COLUMNS = (
+    ("pending_gpu_minutes", "pending", "{:.0f}"),
+    ("served_gpu_minutes", "covered", "{:.0f}"),
+    ("moves_in", "lends in", "{}"),
+    ("moves_out", "lends out", "{}"),
+    ("takebacks_in", "take-backs", "{}"),
+    ("p95_wait_ratio_vs_static", "p95 ratio", "{:.2f}"),
+    ("p99_wait_ratio_vs_static", "p99 ratio", "{:.2f}"),
+    ("lost_gpu_minutes", "lost", "{:.0f}"),
 )
 
 
@@ -36,8 +46,6 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--gpus-per-node", type=int, default=ModelParams.gpus_per_node)
     parser.add_argument("--drain-delay-min", type=float, default=ModelParams.drain_delay_min)
     parser.add_argument("--preempt-loss-min", type=float, default=ModelParams.preempt_loss_min)
-    parser.add_argument("--oracle-lookahead-min", type=float, default=OracleParams.lookahead_min)
-    parser.add_argument("--oracle-min-use-min", type=float, default=OracleParams.min_use_min)
     parser.add_argument(
         "--policy-param",
         action="append",
@@ -65,13 +73,42 @@ def _policy_params(pairs: list[str]) -> RebalanceParams:
     return RebalanceParams.from_mapping(values)
 
 
+def _cell(value: Any, fmt: str, width: int) -> str:
+    return f"{'-' if value is None else fmt.format(value):>{width}}"
+
+
 def format_table(report: dict[str, Any]) -> str:
     """A fixed-width summary, one row per strategy."""
-    head = f"{'strategy':<8} " + " ".join(f"{title:>{max(len(title), 8)}}" for _, title, _ in COLUMNS)
+    widths = [max(len(title), 8) for _, title, _ in COLUMNS]
+    head = f"{'strategy':<10} " + " ".join(f"{t:>{w}}" for (_, t, _), w in zip(COLUMNS, widths, strict=True))
     lines = [head]
-    for name in ("policy", "static", "oracle"):
-        cells = [f"{fmt.format(report[name][key]):>{max(len(title), 8)}}" for key, title, fmt in COLUMNS]
-        lines.append(f"{name:<8} " + " ".join(cells))
+    for name in STRATEGIES:
+        if name not in report:
+            continue
+        cells = [_cell(report[name][k], f, w) for (k, _, f), w in zip(COLUMNS, widths, strict=True)]
+        lines.append(f"{name:<10} " + " ".join(cells))
+    return "\n".join(lines)
+
+
+def format_pools(report: dict[str, Any], strategy: str = "policy") -> str:
+    """The strategy's per-pool table (pending, covered, lends in and out, take-backs, waits, losses)."""
+    pools = report[strategy]["pools"]
+    widths = [max(len(title), 7) for _, title, _ in POOL_COLUMNS]
+    head = f"{'pool':<12} " + " ".join(f"{t:>{w}}" for (_, t, _), w in zip(POOL_COLUMNS, widths, strict=True))
+    lines = [head]
+    for name in sorted(pools):
+        row = pools[name]
+        cells = [_cell(row[k], f, w) for (k, _, f), w in zip(POOL_COLUMNS, widths, strict=True)]
+        lines.append(f"{name:<12} " + " ".join(cells))
+    return "\n".join(lines)
+
+
+def format_blocked(report: dict[str, Any]) -> str:
+    """The policy's unmet GPU-minutes that coexisted with idle whole nodes elsewhere, by what blocked them."""
+    blocked = report["policy"].get("blocked_unmet_gpu_minutes") or {}
+    total = sum(blocked.values())
+    lines = [f"unmet GPU-minutes beside idle nodes elsewhere: {total:.0f}"]
+    lines += [f"  {cause:<32} {minutes:>10.0f}" for cause, minutes in blocked.items()]
     return "\n".join(lines)
 
 
@@ -83,7 +120,6 @@ def main(argv: list[str]) -> int:
         config = BacktestConfig(
             model=ModelParams(args.gpus_per_node, args.drain_delay_min, args.preempt_loss_min),
             policy=_policy_params(args.policy_param),
-            oracle=OracleParams(args.oracle_lookahead_min, args.oracle_min_use_min),
         )
         trace = load_trace(args.trace)
         if trace.rows_skipped:
@@ -109,6 +145,10 @@ def main(argv: list[str]) -> int:
         meta = report["meta"]
         print(f"{args.trace}: {meta['pools']} pools, scored {meta['eval_from']} .. {meta['eval_to']}")
         print(format_table(report))
+        print()
+        print(format_pools(report))
+        print()
+        print(format_blocked(report))
         print(f"{meta['wall_seconds']:.1f} s; report: {args.json_out}")
     return 0
 

@@ -76,16 +76,27 @@ class RunResult:
     waits: list[list[int]] = field(default_factory=list)
     moves_in: list[int] = field(default_factory=list)
     moves_out: list[int] = field(default_factory=list)
+    takebacks_in: list[int] = field(default_factory=list)
+    preempted: list[float] = field(default_factory=list)  # GPUs whose running work was preempted
     reversals: int = 0
     takebacks: int = 0
     move_log: list[tuple[int, str, str, str, int, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         n = len(self.pools)
-        for name in ("pending", "unmet", "lost", "allocated", "capacity", "trace_capacity", "net_node_min"):
+        for name in (
+            "pending",
+            "unmet",
+            "lost",
+            "allocated",
+            "capacity",
+            "trace_capacity",
+            "net_node_min",
+            "preempted",
+        ):
             setattr(self, name, [0.0] * n)
         self.waits = [[] for _ in range(n)]
-        self.moves_in, self.moves_out = [0] * n, [0] * n
+        self.moves_in, self.moves_out, self.takebacks_in = [0] * n, [0] * n, [0] * n
 
     @property
     def moves(self) -> int:
@@ -181,7 +192,9 @@ def _apply(
             res.moves_out[move.src] += nodes
             res.moves_in[move.dst] += nodes
             res.reversals += back
-            res.takebacks += nodes if move.kind == "takeback" else 0
+            if move.kind == "takeback":
+                res.takebacks += nodes
+                res.takebacks_in[move.dst] += nodes
             pools = res.pools
             res.move_log.append((step, pools[move.src], pools[move.dst], pools[move.home], nodes, move.kind))
     if not tally:
@@ -189,4 +202,5 @@ def _apply(
     for src, nodes in sent.items():
         preempted = obs.allocated[src] - (obs.capacity[src] - nodes * params.gpus_per_node)
         if preempted > 0:
+            res.preempted[src] += preempted
             res.lost[src] += preempted * params.preempt_loss_min

@@ -13,8 +13,12 @@ Definitions (all over the evaluation window):
   (a lender) still counts; worst_pool_p95_wait_ratio_vs_static is the largest ratio over all pools.
 - the same ratio at p99 is reported too (a tail that p95 hides).
 - displaced_gpu_minutes: minute by minute, waiting beyond what the same pool waited under static.
-- coverage_beyond_static: (served - served under static) / (pending - served under static): the share of
-  the pending that the pool's own idle GPUs could not serve (supplementary; `coverage` is the target).
+- coverage_beyond_static (the headline): (served - served under static) / (pending - served under
+  static): the share of the pending that the pool's own idle GPUs could not serve. `coverage` counts the
+  pending that a pool's own idle GPUs could have served (fragmentation, limits) as served for every
+  strategy, static included.
+- preempted_gpus / lost_gpu_minutes: running GPUs displaced (by a take-back, or by an owner's reclaim
+  under scheduler-native borrowing) and the work they lost.
 """
 
 from __future__ import annotations
@@ -54,6 +58,8 @@ def _pool_figures(res: RunResult, static: RunResult, p: int) -> dict[str, Any]:
         "mean_net_nodes": round(_ratio(res.net_node_min[p], res.eval_steps * res.step_min, 0.0), 3),
         "moves_in": res.moves_in[p],
         "moves_out": res.moves_out[p],
+        "takebacks_in": res.takebacks_in[p],
+        "preempted_gpus": round(res.preempted[p], 1),
         "wait_minutes": sum(1 for w in res.waits[p] if w > 0) * res.step_min,
         "p95_wait_gpus": p95,
         "p95_wait_gpus_static": p95_static,
@@ -79,6 +85,7 @@ def summarize(res: RunResult, static: RunResult) -> dict[str, Any]:
         "served_gpu_minutes": round(served, 1),
         "unmet_gpu_minutes": round(unmet, 1),
         "lost_gpu_minutes": round(lost, 1),
+        "preempted_gpus": round(sum(res.preempted), 1),
         "coverage": round(_ratio(served, pending), 4),
         "coverage_beyond_static": round(_ratio(served - static_served, pending - static_served), 4),
         "allocation_utilization": round(_ratio(sum(res.allocated), sum(res.trace_capacity), 0.0), 4),

@@ -1,54 +1,79 @@
-"""Run static, policy and oracle over one trace and assemble the report (a JSON-ready dict)."""
+"""Run every strategy over one trace and assemble the report (a JSON-ready dict).
+
+Strategies: `static` (no moves), `policy` (the planner on trailing signals), `hindsight` (the same
+planner, budget and rules with the future as its forecast: the budgeted reference), `sharing`
+(scheduler-native borrowing with reclaim, no node moves: the operator's alternative) and `bound` (an
+upper bound for any node-moving strategy: free, instant moves every minute).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from recommender.backtest.engine import Prepared, RunResult, run
+from recommender.backtest.hindsight import HindsightStrategy, instant_bound
 from recommender.backtest.metrics import summarize
 from recommender.backtest.model import ModelParams
-from recommender.backtest.oracle import OracleParams, OracleStrategy
+from recommender.backtest.sharing import run_sharing
 from recommender.backtest.strategies import PolicyStrategy, StaticStrategy
 from recommender.backtest.trace import Trace
 from recommender.policies.rebalance import RebalanceParams
 
+STRATEGIES = ("policy", "static", "sharing", "hindsight", "bound")
+MOVING = ("policy", "hindsight")
+
 
 @dataclass(frozen=True)
 class BacktestConfig:
-    """Model assumptions and each strategy's parameters."""
+    """Model assumptions and the planner's parameters."""
 
     model: ModelParams = field(default_factory=ModelParams)
     policy: RebalanceParams = field(default_factory=RebalanceParams)
-    oracle: OracleParams = field(default_factory=OracleParams)
+
+
+@dataclass
+class Runs:
+    """Raw tallies per strategy, and what blocked the policy's unmet demand (GPU-minutes by cause)."""
+
+    results: dict[str, RunResult]
+    blocked: dict[str, float]
 
 
 def run_strategies(
-    trace: Trace, config: BacktestConfig, first: int = 0, stop: int | None = None
-) -> dict[str, RunResult]:
-    """Raw tallies of the three strategies over the evaluation window [first, stop)."""
+    trace: Trace,
+    config: BacktestConfig,
+    first: int = 0,
+    stop: int | None = None,
+    only: Iterable[str] = STRATEGIES,
+) -> Runs:
+    """Raw tallies of the strategies over the evaluation window [first, stop)."""
     prepared = Prepared.of(trace, config.model.gpus_per_node)
-    return {
-        "static": run(prepared, StaticStrategy(), config.model, first, stop),
-        "policy": run(
-            prepared, PolicyStrategy(prepared, config.policy, config.model), config.model, first, stop
-        ),
-        "oracle": run(
-            prepared, OracleStrategy(prepared, config.oracle, config.model), config.model, first, stop
-        ),
-    }
+    wanted = set(only) | {"static"}
+    results: dict[str, RunResult] = {}
+    blocked: dict[str, float] = {}
+    results["static"] = run(prepared, StaticStrategy(), config.model, first, stop)
+    if "policy" in wanted:
+        policy = PolicyStrategy(prepared, config.policy, config.model)
+        policy.first, policy.stop = first, stop
+        results["policy"] = run(prepared, policy, config.model, first, stop)
+        blocked = {k: round(v, 1) for k, v in sorted(policy.blocked.items(), key=lambda kv: -kv[1])}
+    if "sharing" in wanted:
+        results["sharing"] = run_sharing(prepared, config.model, first, stop)
+    if "hindsight" in wanted:
+        results["hindsight"] = run(
+            prepared, HindsightStrategy(prepared, config.policy, config.model), config.model, first, stop
+        )
+    if "bound" in wanted:
+        results["bound"] = instant_bound(prepared, config.model, first, stop)
+    return Runs(results, blocked)
 
 
-def build_report(
-    trace: Trace, config: BacktestConfig, results: dict[str, RunResult], first: int, stop: int
-) -> dict[str, Any]:
+def build_report(trace: Trace, config: BacktestConfig, runs: Runs, first: int, stop: int) -> dict[str, Any]:
     """One object per strategy plus `meta` (trace, evaluation window, model assumptions)."""
+    results = runs.results
     static = results["static"]
-    parameters: dict[str, dict[str, Any]] = {
-        "static": {},
-        "policy": config.policy.as_dict(),
-        "oracle": config.oracle.as_dict(),
-    }
     report: dict[str, Any] = {
         "meta": {
             "pools": len(trace.pools),
@@ -62,13 +87,22 @@ def build_report(
             "rows_skipped": trace.rows_skipped,
             "rows_skipped_reasons": list(trace.skipped_reasons),
             "model": config.model.as_dict(),
-            "wait_proxy": "p95 of waiting GPUs over minutes with demand; ratio (p95+node)/(p95_static+node)",
+            "wait_proxy": "p95/p99 of waiting GPUs over minutes with demand; ratio (p+node)/(p_static+node)",
         }
     }
     for name, res in results.items():
         figures = summarize(res, static)
-        figures["parameters"] = {"model": config.model.as_dict(), name: parameters[name]}
+        params: dict[str, Any] = {"model": config.model.as_dict()}
+        if name in MOVING:
+            params["planner"] = config.policy.as_dict()
+        figures["parameters"] = params
+        if name == "bound":
+            for key in list(figures):
+                if key.startswith(("moves", "takeback", "reversals", "worst_pool", "displaced")):
+                    figures[key] = None
         report[name] = figures
+    if "policy" in report:
+        report["policy"]["blocked_unmet_gpu_minutes"] = runs.blocked
     return report
 
 

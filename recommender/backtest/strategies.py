@@ -1,22 +1,33 @@
-"""The `static` and `policy` strategies: the policy sees only the model's past, through trailing windows."""
+"""The `static`, `policy` and `hindsight` strategies.
+
+`policy` feeds the planner (`recommender/policies/rebalance.py`) what a live recommender would read: each
+pool's trailing demand (`DemandHistory`), where nodes are, and the moves made so far. `hindsight` runs the
+same planner, with the same budget, reversal rule and donor protection, but each pool's outlook reads the
+future instead of the past (`recommender/backtest/hindsight.py`): the difference between the two is what
+forecasting costs.
+"""
 
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Sequence
 
 from recommender.backtest.engine import Observation, Prepared
 from recommender.backtest.model import CapacityModel, ModelParams, NodeMove
-from recommender.backtest.windows import SlidingMin, SlidingQuantile, trailing_max
-from recommender.policies.daily_profile import DailyProfile
+from recommender.policies.outlook import DemandHistory, Outlook
 from recommender.policies.rebalance import (
-    LEND,
     ClusterView,
     Loan,
+    MoveRecord,
     PoolSnapshot,
     RebalanceParams,
     RebalancePolicy,
 )
+
+BETWEEN_CYCLES = "between planning cycles"
+IN_TRANSIT = "nodes in transit"
+OWNER_WAITS = "owner waits for its own nodes"
 
 
 class StaticStrategy:
@@ -35,7 +46,7 @@ def window_steps(minutes: float, step_min: float) -> int:
 
 
 class PolicyStrategy:
-    """Feeds the rebalancing policy the signals a live recommender would read, minute by minute."""
+    """The planner, fed minute by minute with the model's state and each pool's trailing demand."""
 
     name = "policy"
 
@@ -46,113 +57,103 @@ class PolicyStrategy:
         self.g = model_params.gpus_per_node
         self.dt = trace.step_min
         self.capacity = trace.capacity
+        self.params = params
         self.policy = RebalancePolicy(params)
-        reserve = window_steps(params.reserve_window_min, self.dt)
-        self.peak = [trailing_max(series, reserve) for series in prepared.demand]
-        recent = window_steps(params.plan_recent_peak_min, self.dt)
-        self.recent_peak = [trailing_max(series, recent) for series in prepared.demand]
-        persistence = window_steps(params.persistence_min, self.dt)
-        q = params.persistence_quantile
-        lasting = (lambda: SlidingQuantile(persistence, q)) if q else (lambda: SlidingMin(persistence))
-        self.pending_lasting = [lasting() for _ in self.names]
-        takeback = window_steps(params.takeback_persistence_min, self.dt)
-        self.pending_recent_min = [SlidingMin(takeback) for _ in self.names]
-        settled = window_steps(params.settled_takeback_min, self.dt)
-        self.pending_settled_min = [SlidingMin(settled) for _ in self.names]
-        quiet = window_steps(params.takeback_quiet_min, self.dt) if params.takeback_quiet_min else 0
-        self.demand_quiet_min = [SlidingMin(quiet) if quiet else None for _ in self.names]
-        chronic = window_steps(params.chronic_pending_min, self.dt) if params.chronic_pending_min else 0
-        self.pending_chronic_min = [SlidingMin(chronic) if chronic else None for _ in self.names]
-        self.last_lend: dict[str, float] = {}
-        self.recent_lends: list[tuple[float, int]] = []
-        self.recent_takebacks: list[tuple[float, int]] = []
-        self.budget_window = max(params.lend_budget_window_min, params.move_budget_window_min)
-        profile = params.profile_params()
-        self.profile = DailyProfile(profile) if profile else None
-        self.plan_lead = params.plan_lead_min
-        self.epoch_min = trace.start.timestamp() / 60.0
-        self._placed: tuple[int, tuple[Loan, ...], list[int]] | None = None  # (model version, loans, movable)
+        self.cycle = window_steps(params.cycle_min, self.dt)
+        self.outlooks = self._outlooks(prepared, model_params)
+        self.moves: list[MoveRecord] = []
+        # unmet GPU-minutes that coexisted with idle whole nodes in other pools, by what blocked them
+        self.blocked: dict[str, float] = defaultdict(float)
+        self.first: int = 0
+        self.stop: int | None = None
+        self._placed: tuple[int, tuple[Loan, ...], list[int]] | None = None
+
+    def _outlooks(self, prepared: Prepared, model_params: ModelParams) -> list[Outlook]:
+        p = self.params
+        self.histories = [DemandHistory(p.history_min, p.reversal_min, p.gap_min()) for _ in self.names]
+        return list(self.histories)
+
+    def _observe(self, step: int, obs: Observation) -> None:
+        now = step * self.dt
+        for history, demand in zip(self.histories, obs.demand, strict=True):
+            history.push(now, demand)
 
     def _placement(self, model: CapacityModel) -> tuple[tuple[Loan, ...], list[int]]:
         """Loans and movable nodes per pool, recomputed only after a node left or arrived."""
         if self._placed is None or self._placed[0] != model.version:
-            self._placed = (model.version, self._loans(model), model.movable_all())
+            names = self.names
+            loans = [
+                Loan(names[home], names[holder], nodes)
+                for home, row in enumerate(model.held)
+                for holder, nodes in enumerate(row)
+                if nodes > 0
+            ]
+            loans.extend(Loan(names[t.home], names[t.dst], t.nodes, in_transit=True) for t in model.transit)
+            self._placed = (model.version, tuple(loans), model.movable_all())
         return self._placed[1], self._placed[2]
 
-    def _loans(self, model: CapacityModel) -> tuple[Loan, ...]:
-        names = self.names
-        loans = [
-            Loan(names[home], names[holder], nodes)
-            for home, row in enumerate(model.held)
-            for holder, nodes in enumerate(row)
-            if nodes > 0
-        ]
-        loans.extend(Loan(names[t.home], names[t.dst], t.nodes, in_transit=True) for t in model.transit)
-        return tuple(loans)
-
-    def view(self, step: int, obs: Observation) -> ClusterView:
-        """The ClusterView at a step (updates the trailing windows; call once per step)."""
-        model, g, names = obs.model, self.g, self.names
-        loans, movable = self._placement(model)
-        snapshots = []
-        clock = self.epoch_min + step * self.dt
-        for p, name in enumerate(names):
-            unmet = obs.unmet[p]
-            k, a = obs.capacity[p], obs.allocated[p]
-            forecast, near, chronic = None, None, self.pending_chronic_min[p]
-            quiet = self.demand_quiet_min[p]
-            if self.profile is not None:
-                self.profile.record(name, clock, obs.demand[p])
-                forecast = self.profile.forecast(name, clock + self.plan_lead)
-                near = self.profile.forecast(name, clock)
-            snapshots.append(
-                PoolSnapshot(
-                    name=name,
-                    home_gpus=self.capacity[p][step],
-                    capacity_gpus=k,
-                    allocated_gpus=a,
-                    pending_gpus=unmet,
-                    idle_nodes=min((k - a) // g, movable[p]),
-                    pending_lasting_gpus=self.pending_lasting[p].push(unmet),
-                    demand_peak_gpus=self.peak[p][step],
-                    history_min=(step + 1) * self.dt,
-                    pending_recent_min_gpus=self.pending_recent_min[p].push(unmet),
-                    pending_settled_min_gpus=self.pending_settled_min[p].push(unmet),
-                    pending_chronic_min_gpus=chronic.push(unmet) if chronic else None,
-                    demand_recent_peak_gpus=self.recent_peak[p][step],
-                    planned_demand_gpus=forecast.expected_demand if forecast else None,
-                    planned_peak_gpus=forecast.expected_peak if forecast else None,
-                    likely_peak_gpus=near.likely_peak if near else None,
-                    demand_quiet_min_gpus=quiet.push(obs.demand[p]) if quiet else None,
-                )
+    def view(self, step: int, obs: Observation, *, plan: bool) -> ClusterView:
+        """The ClusterView at a step."""
+        g = self.g
+        loans, movable = self._placement(obs.model)
+        pools = tuple(
+            PoolSnapshot(
+                name=name,
+                home_gpus=self.capacity[p][step],
+                capacity_gpus=obs.capacity[p],
+                allocated_gpus=obs.allocated[p],
+                pending_gpus=obs.unmet[p],
+                idle_nodes=min((obs.capacity[p] - obs.allocated[p]) // g, movable[p]),
+                outlook=self.outlooks[p],
             )
-        now = step * self.dt
-        for recent in (self.recent_lends, self.recent_takebacks):
-            while recent and now - recent[0][0] >= self.budget_window:
-                recent.pop(0)
-        return ClusterView(
-            now,
-            g,
-            tuple(snapshots),
-            loans,
-            self.last_lend,
-            tuple(self.recent_lends),
-            tuple(self.recent_takebacks),
+            for p, name in enumerate(self.names)
         )
+        return ClusterView(step * self.dt, g, pools, loans, tuple(self.moves), 0.0, None, plan)
 
     def decide(self, step: int, obs: Observation) -> Sequence[NodeMove]:
-        """Ask the policy; remember lends for the cooldown."""
-        view = self.view(step, obs)
-        out = []
-        for move in self.policy.propose(view):
-            if move.kind == LEND:
-                self.last_lend[move.from_pool] = self.last_lend[move.to_pool] = view.now_min
-                self.recent_lends.append((view.now_min, move.nodes))
-            else:
-                self.last_lend[move.to_pool] = view.now_min
-                self.recent_takebacks.append((view.now_min, move.nodes))
+        """Ask the planner (lends every cycle, take-backs every step); remember the moves."""
+        self._observe(step, obs)
+        plan = step % self.cycle == 0
+        lent_out = any(obs.model.held[p][q] for p in range(len(self.names)) for q in range(len(self.names)))
+        waiting = any(obs.unmet)
+        out: list[NodeMove] = []
+        if (plan and waiting) or lent_out:
+            view = self.view(step, obs, plan=plan and waiting)
             idx = self.index
-            out.append(
-                NodeMove(idx[move.from_pool], idx[move.to_pool], idx[move.home_pool], move.nodes, move.kind)
-            )
+            for move in self.policy.propose(view):
+                self.moves.append(
+                    MoveRecord(view.now_min, move.from_pool, move.to_pool, move.home_pool, move.nodes)
+                )
+                out.append(
+                    NodeMove(
+                        idx[move.from_pool], idx[move.to_pool], idx[move.home_pool], move.nodes, move.kind
+                    )
+                )
+            if plan and not waiting:
+                self.policy.blocked = {}
+        elif plan:
+            self.policy.blocked = {}
+        if self.first <= step < (self.stop if self.stop is not None else step + 1) and waiting:
+            self._tally_blocked(obs, out)
         return out
+
+    def _tally_blocked(self, obs: Observation, out: Sequence[NodeMove]) -> None:
+        """Unmet GPU-minutes of pools that waited while another pool had an idle whole node, by cause."""
+        g, model = self.g, obs.model
+        _, movable = self._placement(model)
+        idle = [min((k - a) // g, m) for k, a, m in zip(obs.capacity, obs.allocated, movable, strict=True)]
+        total = sum(i for i in idle if i > 0)
+        helped = {m.dst for m in out}
+        for p, unmet in enumerate(obs.unmet):
+            if unmet <= 0 or total - max(0, idle[p]) <= 0 or p in helped:
+                continue
+            name = self.names[p]
+            if any(model.held[p][q] for q in range(len(self.names))) or any(
+                t.home == p for t in model.transit
+            ):
+                cause = OWNER_WAITS
+            elif model.incoming(p) > 0:
+                cause = IN_TRANSIT
+            else:
+                cause = self.policy.blocked.get(name, BETWEEN_CYCLES)
+            self.blocked[cause] += unmet * self.dt

@@ -1,33 +1,38 @@
-"""Pool rebalancing: lend idle whole nodes to pools whose pending GPU demand persists; take them back.
+"""Pool rebalancing as a budgeted planner: lend whole nodes where the loan is worth the move.
 
-Pure logic over per-pool snapshots (no I/O, no clock): the backtest and the live recommender build a
-`ClusterView` from their signals and call `RebalancePolicy.propose`. Window aggregates in a snapshot map
-to PromQL (`quantile_over_time(0.2, pending[60m])`, taken at nearest rank here;
-`max_over_time((allocated + pending)[8h])`).
+Pure logic (no I/O, no clock): the backtest and the live recommender build a `ClusterView` and call
+`RebalancePolicy.propose`. Each call:
 
-Rules, in order:
-1. Take-back (sharing safety first): a pool whose own nodes are lent and whose free capacity
-   (capacity + incoming - demand) falls below its take-back headroom recalls enough nodes, from holders
-   with idle nodes first. Only waiting that lasted `takeback_persistence_min` (a few minutes, well under
-   the drain delay) counts, so a spike that ends before a recalled node could arrive costs no move; an
-   owner that has not moved nodes within the cooldown (so a take-back cannot be a reversal) needs only
-   `takeback_settled_persistence_min` (3), and none at all when it was idle (no demand) within the last
-   `takeback_quiet_min` (60): its waiting is a fresh job, not a queue that comes and goes, and each
-   minute of filter is a minute a rarely busy pool waits for its own nodes. No cooldown, no budget.
-2. Lend: a pool whose pending GPUs stayed at or above `min_pending_nodes` nodes over the persistence
-   window (its `persistence_quantile`-quantile there, 0.2: in 80% of the window's minutes; 0: all of
-   them) and still do gets `ceil(min(pending now, pending lasting) / node)` nodes, less those on their
-   way, from donors whose idle whole nodes exceed a reserve: their peak demand over the reserve
-   window plus a headroom share of their own capacity. A pool with own nodes lent out never borrows (it
-   takes back); a donor gives borrowed nodes before its own; a pool that moved nodes (lent, borrowed,
-   took back) lends nothing for a cooldown, while a pool still waiting may borrow more once the nodes it
-   got have arrived and had a few minutes to take load (`borrow_cooldown_min`, 15); lends over a
-   trailing week and all moves (take-backs included) over the time watched (up to 30 days) stay within
-   budgets per pool-day; take-backs are never refused.
-3. Time-of-day plans (when `plan_days` > 0 and the caller fills the planned fields from a
-   `DailyProfile`): a pool whose demand at this time of day exceeded its capacity on most recent days
-   borrows `plan_lead_min` ahead of it and takes its own nodes back ahead of its own shift; a donor whose
-   demand stayed low over the coming hours on every recent day may lend below its trailing peak.
+1. **Take-backs** (sharing safety first). An owner whose demand exceeds its capacity (incoming nodes
+   counted) while its own nodes are held elsewhere recalls just enough of them, idle ones first. A loan
+   younger than the reversal window is never recalled (that would be a reversal); take-backs are
+   prepaid by the lend (below), so no budget holds them back.
+2. **Lends** (when the view is a planning cycle). For every taker (a pool whose demand exceeds its
+   capacity and which has none of its own nodes away) and every donor with an idle whole node, the
+   planner values lending one more node:
+
+       value = rate x (L - drain) - tail x node x L
+
+   where `rate` is the GPUs above the taker's capacity (incoming and already planned nodes included) it
+   wanted per minute over the last reversal window, clipped to one node (what the node would serve), `L`
+   the expected loan length (the shorter of how long the taker's shortfall has lasted and how long that
+   donor node has been idle: persistence, capped at the history window), `drain` the minutes a moved node
+   serves nobody, and `tail` the share of the donor's demand minutes over the history window in which it
+   needed that node (the displacement a loan risks). A donor lends a node only if it has been idle for
+   at least the reversal window and its tail is within `1 - wait_quantile` (its p99 wait stays its own).
+   Nodes go one at a time to the best value per budget token, while that value pays at least the
+   token's price.
+3. **The budget** is a token bucket: `moves_per_pool_day x pools` tokens a day, holding at most one
+   day's worth (at least the 2 tokens of one lend) and starting empty (the future's budget is never
+   spent). A lend from the node's home costs 2 tokens (the move and its return), a lend of a borrowed
+   node onward 1 (its return is already paid), a take-back 0. So the moves made never exceed the tokens
+   accrued plus the bucket. A token's price falls as the bucket fills: `node x reversal window x
+   (1 - level / capacity)` GPU-minutes, i.e. a move must buy up to an hour of a node's work when the
+   budget is short, and anything of value when the budget would otherwise overflow.
+4. No pair of pools exchanges nodes in both directions within the reversal window (no reversals).
+
+Every move carries its evidence: the taker's forecast (rate, expected loan length), the donor's idle span
+and tail, the value expected and the budget left.
 """
 
 from __future__ import annotations
@@ -35,123 +40,80 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from dataclasses import asdict, dataclass, field, fields
 
-from recommender.policies.daily_profile import ProfileParams
-from recommender.quantiles import nearest_rank
+from recommender.policies.outlook import Outlook
 
 LEND = "lend"
 TAKEBACK = "takeback"
+DAY_MIN = 1440.0
+REVERSAL, PROTECTION, VALUE, BUDGET = (
+    "reversal window",
+    "donor protection",
+    "value below token price",
+    "move budget",
+)
+STAGES = (REVERSAL, PROTECTION, VALUE, BUDGET)
 
 
 class RebalanceParamsError(ValueError):
-    """Invalid policy parameters (every problem listed)."""
+    """Invalid planner parameters (every problem listed)."""
 
 
 @dataclass(frozen=True, slots=True)
 class RebalanceParams:
-    """Tunables; durations in minutes, shares relative to a pool's own capacity or to one node."""
+    """The planner's six constants; each has a physical meaning (minutes unless noted).
 
-    persistence_min: float = 60.0
-    persistence_quantile: float = 0.2
-    min_pending_nodes: float = 1.0
-    reserve_window_min: float = 480.0
-    reserve_headroom: float = 0.25
-    takeback_headroom: float = 0.0
-    cooldown_min: float = 60.0
-    borrow_cooldown_min: float = 15.0
-    min_history_min: float = 120.0
-    max_nodes_per_move: int = 8
-    lend_budget_per_pool_day: float = 0.4
-    lend_budget_window_min: float = 10080.0
-    move_budget_per_pool_day: float = 0.48
-    move_budget_window_min: float = 43200.0
-    takeback_persistence_min: float = 5.0
-    takeback_settled_persistence_min: float = 3.0
-    chronic_pending_min: float = 240.0
-    plan_days: int = 7
-    plan_min_days: int = 5
-    plan_slot_min: float = 30.0
-    plan_lead_min: float = 20.0
-    plan_horizon_min: float = 240.0
-    plan_recent_peak_min: float = 60.0
-    plan_likely_days: int = 5
-    plan_likely_window_min: float = 60.0
-    takeback_quiet_min: float = 60.0
+    - `cycle_min` (10): how often the planner considers lends (take-backs are checked at every call).
+    - `drain_min` (11): minutes a moved node serves nobody (the model's 10-minute drain, partition update
+      and read-back, plus the decision step).
+    - `reversal_min` (60): no node moves back within it; also the shortest idle span of a node worth
+      lending, the window of the taker's recent shortfall, and an hour of a node's work is a token's price.
+    - `moves_per_pool_day` (0.5): the move budget.
+    - `wait_quantile` (0.99): a donor keeps the demand it reached in this share of its demand minutes
+      (the p99 wait target).
+    - `history_min` (7 days): the forecast's history and the longest loan it expects (a week holds every
+      day of the week once).
+    """
+
+    cycle_min: float = 10.0
+    drain_min: float = 11.0
+    reversal_min: float = 60.0
+    moves_per_pool_day: float = 0.5
+    wait_quantile: float = 0.99
+    history_min: float = 7 * DAY_MIN
 
     def __post_init__(self) -> None:
-        errors = [f"{f.name} must be >= 0" for f in fields(self) if getattr(self, f.name) < 0]
-        if self.max_nodes_per_move < 1:
-            errors.append("max_nodes_per_move must be >= 1")
-        if self.persistence_min <= 0:
-            errors.append("persistence_min must be > 0")
-        if self.persistence_quantile >= 1:
-            errors.append("persistence_quantile must be < 1")
-        if self.plan_days:
-            try:
-                self.profile_params()
-            except ValueError as exc:
-                errors.append(f"plan: {exc}")
+        errors = [f"{f.name} must be > 0" for f in fields(self) if not getattr(self, f.name) > 0]
+        if not self.wait_quantile < 1:
+            errors.append("wait_quantile must be < 1")
+        if self.history_min < self.reversal_min:
+            errors.append("history_min must be >= reversal_min")
         if errors:
             raise RebalanceParamsError("; ".join(errors))
 
-    @property
-    def settled_takeback_min(self) -> float:
-        """The take-back persistence window once the owner made no move within the cooldown (never longer
-        than `takeback_persistence_min`)."""
-        return min(self.takeback_settled_persistence_min, self.takeback_persistence_min)
-
-    def profile_params(self) -> ProfileParams | None:
-        """The time-of-day profile's parameters; None when plans are off (`plan_days` = 0)."""
-        if not self.plan_days:
-            return None
-        return ProfileParams(
-            slot_min=self.plan_slot_min,
-            days=self.plan_days,
-            min_days=self.plan_min_days,
-            horizon_min=self.plan_horizon_min,
-            likely_days=self.plan_likely_days,
-            likely_window_min=self.plan_likely_window_min,
-        )
-
-    def as_dict(self) -> dict[str, float | int]:
+    def as_dict(self) -> dict[str, float]:
         """Plain values for reports."""
         return dict(asdict(self))
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, float]) -> RebalanceParams:
         """Build from name/value pairs; unknown names are an error."""
-        known = {f.name: f.type for f in fields(cls)}
-        unknown = sorted(set(values) - set(known))
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
         if unknown:
             raise RebalanceParamsError(f"unknown parameters: {', '.join(unknown)}")
-        typed: dict[str, Any] = {k: int(v) if known[k] == "int" else float(v) for k, v in values.items()}
-        return cls(**typed)
+        return cls(**{k: float(v) for k, v in values.items()})
+
+    def gap_min(self) -> float:
+        """A taker's shortfall episode ends at a gap this long (a shorter dip could not return a node)."""
+        return self.drain_min
 
 
 @dataclass(frozen=True, slots=True)
 class PoolSnapshot:
-    """One pool now, plus window aggregates of its recent history (GPUs unless noted).
-
-    `pending_lasting_gpus` is the `persistence_quantile`-quantile of pending over the persistence window
-    (nearest rank; the minimum when that is 0): the waiting that lasted.
-    `pending_recent_min_gpus` is the minimum of pending over the take-back persistence window; None (a
-    caller that does not track it) means "pending now", i.e. an immediate take-back.
-    `pending_settled_min_gpus` is the same over the shorter `settled_takeback_min` window, used once
-    the owner has made no move within the cooldown (None: not tracked, `pending_recent_min_gpus` is used).
-    `demand_quiet_min_gpus` is the minimum of demand over `takeback_quiet_min`: 0 means the pool was idle
-    within that window, so a settled owner recalls its nodes without a persistence filter (None: not
-    tracked, the settled filter applies).
-    `pending_chronic_min_gpus` is the minimum of pending over `chronic_pending_min` (None: not tracked).
-    `planned_demand_gpus` / `planned_peak_gpus` come from a `DailyProfile` forecast (demand expected
-    `plan_lead_min` ahead, peak over the plan horizon); None without a time-of-day profile.
-    `demand_recent_peak_gpus` is the demand peak over `plan_recent_peak_min`: what a profile may not
-    talk the reserve below (None: the trailing peak is kept whatever the profile says).
-    `likely_peak_gpus` is the demand the profile saw within the next `plan_likely_window_min` on at least
-    `plan_likely_days` recent days: a donor keeps it even when its trailing peak is lower (None: no
-    profile).
-    """
+    """One pool now (GPUs) and its demand outlook. `capacity_gpus` leaves out nodes on their way out;
+    `idle_nodes` counts idle whole nodes it could send (own at home or borrowed)."""
 
     name: str
     home_gpus: int
@@ -159,62 +121,12 @@ class PoolSnapshot:
     allocated_gpus: int
     pending_gpus: int
     idle_nodes: int
-    pending_lasting_gpus: int
-    demand_peak_gpus: int
-    history_min: float
-    pending_recent_min_gpus: int | None = None
-    pending_chronic_min_gpus: int | None = None
-    demand_recent_peak_gpus: int | None = None
-    planned_demand_gpus: int | None = None
-    planned_peak_gpus: int | None = None
-    likely_peak_gpus: int | None = None
-    pending_settled_min_gpus: int | None = None
-    demand_quiet_min_gpus: int | None = None
+    outlook: Outlook
 
     @property
     def demand_gpus(self) -> int:
         """Allocated plus pending."""
         return self.allocated_gpus + self.pending_gpus
-
-    @classmethod
-    def from_history(
-        cls,
-        name: str,
-        *,
-        home_gpus: int,
-        capacity_gpus: int,
-        idle_nodes: int,
-        allocated: Sequence[int],
-        pending: Sequence[int],
-        step_min: float,
-        params: RebalanceParams,
-    ) -> PoolSnapshot:
-        """Build from per-step history, oldest first, the last value being now (what a live caller has)."""
-        if not allocated or len(allocated) != len(pending):
-            raise ValueError("allocated and pending need the same, non-zero length")
-
-        def steps(minutes: float) -> int:
-            return max(1, math.ceil(minutes / step_min - 1e-9))
-
-        window, quiet = steps(params.reserve_window_min), steps(params.takeback_quiet_min)
-        span = max(window, quiet)
-        demand = [a + q for a, q in zip(allocated[-span:], pending[-span:], strict=True)]
-        return cls(
-            name=name,
-            home_gpus=home_gpus,
-            capacity_gpus=capacity_gpus,
-            allocated_gpus=allocated[-1],
-            pending_gpus=pending[-1],
-            idle_nodes=idle_nodes,
-            pending_lasting_gpus=nearest_rank(
-                pending[-steps(params.persistence_min) :], params.persistence_quantile
-            ),
-            demand_peak_gpus=max(demand[-window:]),
-            history_min=len(allocated) * step_min,
-            pending_recent_min_gpus=min(pending[-steps(params.takeback_persistence_min) :]),
-            pending_settled_min_gpus=min(pending[-steps(params.settled_takeback_min) :]),
-            demand_quiet_min_gpus=min(demand[-quiet:]) if params.takeback_quiet_min else None,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,8 +140,26 @@ class Loan:
 
 
 @dataclass(frozen=True, slots=True)
+class MoveRecord:
+    """A move already made (or proposed and counted): when, from, to, whose nodes, how many."""
+
+    at_min: float
+    src: str
+    dst: str
+    home: str
+    nodes: int
+
+    @property
+    def tokens(self) -> int:
+        """Budget tokens it cost: 2 per node lent from home, 1 per node lent onward, 0 for a take-back."""
+        if self.dst == self.home:
+            return 0
+        return (2 if self.src == self.home else 1) * self.nodes
+
+
+@dataclass(frozen=True, slots=True)
 class Evidence:
-    """A signal, the window it was taken over, its value and the threshold it crossed."""
+    """A signal, the window it was taken over, its value and the threshold it was compared with."""
 
     signal: str
     window_min: float
@@ -252,19 +182,18 @@ class Move:
 
 @dataclass(frozen=True, slots=True)
 class ClusterView:
-    """Everything the policy reads: pools, where lent nodes are, recent lends (time, nodes) for cooldowns
-    and the lend budget. `promised`: nodes that lends proposed but not yet approved would bring to each
-    pool (live only), counted as on their way when that pool asks to borrow, so a waiting pool is not
-    offered more nodes while an operator decides."""
+    """Everything the planner reads. `moves`: the moves made since `started_min` (the budget replays
+    them; the reversal rule reads the recent ones). `promised` (live only): nodes that lends proposed but
+    not yet approved would bring to each pool. `plan`: whether this call may lend (a planning cycle)."""
 
     now_min: float
     gpus_per_node: int
     pools: tuple[PoolSnapshot, ...]
     loans: tuple[Loan, ...] = ()
-    last_lend_min: Mapping[str, float] | None = None
-    recent_lends: tuple[tuple[float, int], ...] = ()
-    recent_takebacks: tuple[tuple[float, int], ...] = ()
+    moves: tuple[MoveRecord, ...] = ()
+    started_min: float | None = None
     promised: Mapping[str, int] | None = None
+    plan: bool = True
 
 
 @dataclass
@@ -274,8 +203,23 @@ class _Ledger:
     incoming: dict[str, int]
     away: dict[str, int]
     held: dict[str, list[Loan]]
-    given: dict[str, int]
-    committed: dict[tuple[str, str], int]  # (home, holder): borrowed nodes already moved in this call
+    given: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    committed: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
+
+
+@dataclass
+class _Candidate:
+    per_token: float
+    value: float
+    taker: str
+    donor: str
+    home: str
+    cost: int
+    rate: float
+    loan_min: float
+    taker_min: float
+    donor_idle_min: float
+    tail: float
 
 
 class RebalancePolicy:
@@ -285,12 +229,49 @@ class RebalancePolicy:
 
     def __init__(self, params: RebalanceParams | None = None) -> None:
         self.params = params or RebalanceParams()
+        # why each waiting pool got no (more) nodes at the last planning call (diagnostics only)
+        self.blocked: dict[str, str] = {}
+
+    # --- budget ---------------------------------------------------------------------------------------
+
+    def bucket_capacity(self, pools: int) -> float:
+        """Tokens the bucket holds at most: one day's worth, and never less than one lend from home (2)."""
+        return max(2.0, self.params.moves_per_pool_day * pools)
+
+    def budget_left(self, view: ClusterView) -> float:
+        """Tokens in the bucket now: it starts empty at `started_min` (or at the first move), fills at
+        `moves_per_pool_day x pools` a day up to one day's worth, and each move takes its tokens."""
+        pools = len(view.pools)
+        rate = self.params.moves_per_pool_day * pools / DAY_MIN
+        cap = self.bucket_capacity(pools)
+        moves = sorted((m for m in view.moves if m.at_min <= view.now_min), key=lambda m: m.at_min)
+        start = view.started_min
+        if start is None:
+            start = moves[0].at_min if moves else view.now_min
+        level, t = 0.0, start
+        for move in moves:
+            if move.at_min >= t:
+                level = min(cap, level + rate * (move.at_min - t))
+                t = move.at_min
+            level -= move.tokens
+        return min(cap, level + rate * max(0.0, view.now_min - t))
+
+    def token_price(self, level: float, pools: int, g: int) -> float:
+        """GPU-minutes a token must buy: an hour of a node's work with an empty bucket, 0 with a full one."""
+        cap = self.bucket_capacity(pools)
+        fill = min(1.0, max(0.0, level / cap)) if cap > 0 else 1.0
+        return g * self.params.reversal_min * (1.0 - fill)
+
+    # --- the call -------------------------------------------------------------------------------------
 
     def propose(self, view: ClusterView) -> list[Move]:
-        """Take-backs first, then lends; deterministic for a given view."""
+        """Take-backs first, then (in a planning cycle) lends; deterministic for a given view."""
         ledger = self._ledger(view)
-        moves = self._takebacks(view, ledger)
-        moves.extend(self._lends(view, ledger))
+        recent = self._recent_pairs(view)
+        level = self.budget_left(view)
+        moves = self._takebacks(view, ledger, recent, level)
+        if view.plan:
+            moves.extend(self._lends(view, ledger, recent, level))
         return moves
 
     @staticmethod
@@ -305,9 +286,17 @@ class RebalancePolicy:
                 away[loan.home] += loan.nodes
                 if not loan.in_transit:
                     held[loan.holder].append(loan)
-        return _Ledger(incoming, away, held, defaultdict(int), defaultdict(int))
+        return _Ledger(incoming, away, held)
 
-    def _takebacks(self, view: ClusterView, ledger: _Ledger) -> list[Move]:
+    def _recent_pairs(self, view: ClusterView) -> set[tuple[str, str]]:
+        """(src, dst) pairs that moved nodes within the reversal window (inclusive): dst may not send to
+        src now."""
+        window = self.params.reversal_min
+        return {(m.src, m.dst) for m in view.moves if 0 <= view.now_min - m.at_min <= window}
+
+    def _takebacks(
+        self, view: ClusterView, ledger: _Ledger, recent: set[tuple[str, str]], level: float
+    ) -> list[Move]:
         g = view.gpus_per_node
         by_name = {p.name: p for p in view.pools}
         lent_at: dict[str, list[Loan]] = defaultdict(list)
@@ -319,40 +308,30 @@ class RebalancePolicy:
             pool = by_name.get(home)
             if pool is None:
                 continue
-            # Waiting that did not last the take-back persistence window does not recall a node; the
-            # window is shorter once a take-back could not be a reversal (no move within the cooldown).
-            recent = self._lasting_wait(view, pool)
-            held = pool.allocated_gpus + min(recent, pool.pending_gpus)
-            planned = pool.planned_demand_gpus or 0
-            free = pool.capacity_gpus + g * ledger.incoming[home] - max(held, planned)
-            margin = self.params.takeback_headroom * pool.home_gpus
-            if free >= margin:
+            have = pool.capacity_gpus + g * ledger.incoming[home]
+            short = pool.demand_gpus - have
+            if short <= 0 and not pool.outlook.needs_soon(have):
                 continue
-            need = max(1, math.ceil((margin - free) / g))
-            if planned > held:
-                reason = "owner's time-of-day demand is due"
-                evidence: tuple[Evidence, ...] = (
-                    Evidence("planned_demand_gpus", self._plan_window(), float(planned), 0.0),
-                )
-            elif self._fresh_job(view, pool):
-                reason = "owner demand returned after an idle spell"
-                evidence = (
-                    Evidence("free_gpus", 0.0, float(free), margin),
-                    Evidence("demand_gpus_min", self.params.takeback_quiet_min, 0.0, 0.0),
-                )
-            else:
-                reason = "owner demand returned"
-                evidence = (Evidence("free_gpus", 0.0, float(free), margin),)
+            need = max(1, math.ceil(short / g))
 
             def cheapest(loan: Loan) -> tuple[int, int, str]:
                 holder = by_name.get(loan.holder)
                 idle = holder.idle_nodes - ledger.given[loan.holder] if holder else 0
                 return (-idle, holder.pending_gpus if holder else 0, loan.holder)
 
+            evidence = (
+                Evidence("owner_shortfall_gpus", 0.0, float(short), 0.0),
+                Evidence("move_budget_tokens", DAY_MIN, round(level, 2), 0.0),
+            )
+            reason = "owner demand returned" if short > 0 else "owner demand due before a node could arrive"
             for loan in sorted(lent_at[home], key=cheapest):
-                take = min(need, loan.nodes)
-                if take <= 0:
+                if need <= 0:
                     break
+                if (home, loan.holder) in recent:  # lent within the reversal window: never moved back
+                    continue
+                take = min(need, loan.nodes - ledger.committed[(home, loan.holder)])
+                if take <= 0:
+                    continue
                 need -= take
                 ledger.given[loan.holder] += take
                 ledger.committed[(home, loan.holder)] += take
@@ -360,182 +339,164 @@ class RebalancePolicy:
                 moves.append(Move(TAKEBACK, loan.holder, home, home, take, reason, evidence))
         return moves
 
-    def _lasting_wait(self, view: ClusterView, pool: PoolSnapshot) -> int:
-        """The owner's waiting that lasted the take-back persistence window that applies now: none for a
-        settled owner that was idle within `takeback_quiet_min`, the settled window for another settled
-        owner, the full window for an owner that moved nodes within the cooldown."""
-        if self._fresh_job(view, pool):
-            return pool.pending_gpus
-        if pool.pending_settled_min_gpus is not None and not self._cooling(view, pool.name):
-            return pool.pending_settled_min_gpus
-        if pool.pending_recent_min_gpus is not None:
-            return pool.pending_recent_min_gpus
-        return pool.pending_gpus
-
-    def _fresh_job(self, view: ClusterView, pool: PoolSnapshot) -> bool:
-        """Whether the owner's waiting needs no filter: it made no move within the cooldown and had no
-        demand at some minute of the last `takeback_quiet_min`."""
-        return (
-            bool(self.params.takeback_quiet_min)
-            and pool.demand_quiet_min_gpus == 0
-            and pool.pending_settled_min_gpus is not None
-            and not self._cooling(view, pool.name)
-        )
-
-    def _cooling(self, view: ClusterView, pool: str, window_min: float | None = None) -> bool:
-        """Whether the pool moved nodes within the cooldown (inclusive: a move back exactly
-        `cooldown_min` later would still count as a reversal)."""
-        last = (view.last_lend_min or {}).get(pool)
-        window = self.params.cooldown_min if window_min is None else window_min
-        return last is not None and view.now_min - last <= window
-
-    def _spare_nodes(self, view: ClusterView, pool: PoolSnapshot, ledger: _Ledger, *, planned: bool) -> int:
-        """Idle whole nodes above the pool's reserve (0 while its history is too short).
-
-        The reserve keeps the trailing demand peak, unless the donor's time-of-day profile says it stayed
-        quiet over the coming hours on every recent day: then it keeps that expected peak, and for a
-        reactive lend also its peak of the last few hours (a plan knows a shift ended; a reaction does not).
-        It always keeps what the profile says the donor reached within the next hour on most recent days
-        (a node lent just before the donor's usual rise would come back within the reversal window).
-        """
-        p = self.params
-        if pool.history_min < p.min_history_min or self._cooling(view, pool.name):
-            return 0
-        peak = pool.demand_peak_gpus
-        if pool.planned_peak_gpus is not None and (planned or pool.demand_recent_peak_gpus is not None):
-            recent = 0 if planned else pool.demand_recent_peak_gpus or 0
-            peak = min(peak, max(pool.planned_peak_gpus, recent))
-        keep = max(peak, pool.demand_gpus, pool.planned_demand_gpus or 0, pool.likely_peak_gpus or 0)
-        reserve = keep + p.reserve_headroom * pool.home_gpus
-        spare = math.floor((pool.capacity_gpus - reserve) / view.gpus_per_node)
-        return max(0, min(spare, pool.idle_nodes) - ledger.given[pool.name])
-
-    def _persistent_pending(self, pool: PoolSnapshot, threshold: float, g: int) -> int:
-        """Pending that lasted the persistence window; a pool that has waited for less than a node
-        over the (longer) chronic window counts as waiting for one node."""
-        persistent = min(pool.pending_gpus, pool.pending_lasting_gpus)
-        chronic = pool.pending_chronic_min_gpus
-        window = self.params.chronic_pending_min
-        if persistent < threshold and chronic and window and pool.history_min >= window:
-            return max(persistent, g if min(chronic, pool.pending_gpus) >= 1 else 0)
-        return persistent
-
-    def _plan_window(self) -> float:
-        """Minutes of history a time-of-day forecast looks back over."""
-        return self.params.plan_days * 1440.0
-
-    @staticmethod
-    def _planned_shortfall(pool: PoolSnapshot, incoming_gpus: int) -> int:
-        """GPUs the pool's time-of-day demand will exceed its capacity (incoming nodes included) by."""
-        if pool.planned_demand_gpus is None:
-            return 0
-        return max(0, pool.planned_demand_gpus - pool.capacity_gpus - incoming_gpus)
-
-    def lend_budget(self, view: ClusterView) -> int:
-        """Nodes that may still be lent: the lend rate over its window less recent lends and, with a move
-        budget, the moves (lends and take-backs) allowed over its window less those made.
-
-        The move budget's window grows with the time watched (at least the lend window, at most its own),
-        so a new deployment cannot spend a month's moves in its first week. Take-backs never wait for a
-        budget (sharing safety comes first); they only use it up.
-        """
-        p = self.params
-        lends = view.recent_lends
-        left = self._budget_left(view, p.lend_budget_per_pool_day, p.lend_budget_window_min, lends)
-        if p.move_budget_per_pool_day:
-            watched = max((s.history_min for s in view.pools), default=0.0)
-            span = min(p.move_budget_window_min, max(watched, p.lend_budget_window_min))
-            moves = lends + view.recent_takebacks
-            left = min(left, self._budget_left(view, p.move_budget_per_pool_day, span, moves))
-        return max(0, left)
-
-    @staticmethod
-    def _budget_left(
-        view: ClusterView, per_pool_day: float, window_min: float, moves: Sequence[tuple[float, int]]
-    ) -> int:
-        """A budget of `per_pool_day` nodes per pool-day over the trailing window, less the nodes moved."""
-        allowed = per_pool_day * len(view.pools) * window_min / 1440.0
-        used = sum(n for t, n in moves if view.now_min - t < window_min)
-        return math.floor(allowed + 1e-9) - used
-
-    def _lends(self, view: ClusterView, ledger: _Ledger) -> list[Move]:
-        p, g = self.params, view.gpus_per_node
-        threshold = p.min_pending_nodes * g
-        persistent = {s.name: self._persistent_pending(s, threshold, g) for s in view.pools}
+    def _lends(
+        self, view: ClusterView, ledger: _Ledger, recent: set[tuple[str, str]], level: float
+    ) -> list[Move]:
+        g = view.gpus_per_node
         promised = view.promised or {}
-        coming = {s.name: ledger.incoming[s.name] + promised.get(s.name, 0) for s in view.pools}
-        planned = {s.name: self._planned_shortfall(s, g * coming[s.name]) for s in view.pools}
-        borrowers = [
+        planned: dict[str, int] = defaultdict(int)
+        takers = [
             s
             for s in view.pools
-            if (
-                (s.history_min >= p.persistence_min and persistent[s.name] >= max(threshold, 1))
-                or planned[s.name] >= g
-            )
-            and ledger.away[s.name] == 0
-            and not self._cooling(view, s.name, p.borrow_cooldown_min)
+            if ledger.away[s.name] == 0
+            and s.demand_gpus > s.capacity_gpus + g * (ledger.incoming[s.name] + promised.get(s.name, 0))
         ]
-        if not borrowers:
+        self.blocked = {}
+        if not takers:
             return []
-        borrowers.sort(key=lambda s: (-max(s.pending_lasting_gpus, planned[s.name]), s.name))
-        budget = self.lend_budget(view)
-        receivers: set[str] = set()
-        moves: list[Move] = []
-        for borrower in borrowers:
-            want_now = math.ceil(persistent[borrower.name] / g) - coming[borrower.name]
-            want_planned = planned[borrower.name] // g
-            want = min(max(want_now, want_planned), p.max_nodes_per_move, budget)
-            on_plan = want_planned > want_now
-            if on_plan:
-                cause = Evidence("planned_demand_gpus", self._plan_window(), float(planned[borrower.name]), g)
-            elif min(borrower.pending_gpus, borrower.pending_lasting_gpus) < persistent[borrower.name]:
-                chronic = float(borrower.pending_chronic_min_gpus or 0)
-                cause = Evidence("pending_gpus_chronic_min", p.chronic_pending_min, chronic, 1.0)
-            else:
-                cause = Evidence(
-                    "pending_gpus_lasting", p.persistence_min, float(persistent[borrower.name]), threshold
-                )
-            receivers.add(borrower.name)
-            spare = {
-                s.name: self._spare_nodes(view, s, ledger, planned=on_plan)
-                for s in view.pools
-                if s.name not in receivers
-            }
-            for donor in sorted((n for n, k in spare.items() if k > 0), key=lambda n: (-spare[n], n)):
-                if want <= 0:
-                    break
-                take = min(want, spare[donor])
-                evidence = (
-                    cause,
-                    Evidence("donor_spare_nodes", p.reserve_window_min, float(spare[donor]), 1.0),
-                )
-                moves.extend(self._split_by_home(donor, borrower.name, take, evidence, ledger))
-                want -= take
-                budget -= take
-                ledger.incoming[borrower.name] += take
-        return moves
+        chosen: list[_Candidate] = []
+        short_cache: dict[tuple[str, int], tuple[float, float]] = {}
+        idle_cache: dict[tuple[str, int], tuple[float, float]] = {}
+        while True:
+            best: _Candidate | None = None
+            for taker in takers:
+                coming = ledger.incoming[taker.name] + promised.get(taker.name, 0) + planned[taker.name]
+                base = taker.capacity_gpus + g * coming
+                if taker.demand_gpus <= base:
+                    continue
+                if (taker.name, base) not in short_cache:
+                    short_cache[(taker.name, base)] = taker.outlook.shortfall(base, g)
+                forecast = short_cache[(taker.name, base)]
+                for donor in view.pools:
+                    found = self._candidate(
+                        view,
+                        ledger,
+                        taker,
+                        donor,
+                        recent=recent,
+                        forecast=forecast,
+                        level=level,
+                        idle_cache=idle_cache,
+                    )
+                    if found is not None and (best is None or found.per_token > best.per_token):
+                        best = found
+            if best is None:
+                break
+            chosen.append(best)
+            level -= best.cost
+            planned[best.taker] += 1
+            ledger.given[best.donor] += 1
+            if best.home != best.donor:
+                ledger.committed[(best.home, best.donor)] += 1
+        return self._as_moves(chosen, view)
+
+    def _candidate(
+        self,
+        view: ClusterView,
+        ledger: _Ledger,
+        taker: PoolSnapshot,
+        donor: PoolSnapshot,
+        *,
+        recent: set[tuple[str, str]],
+        forecast: tuple[float, float],
+        level: float,
+        idle_cache: dict[tuple[str, int], tuple[float, float]],
+    ) -> _Candidate | None:
+        """The value of lending one more idle node of `donor` to `taker` (None: not allowed)."""
+        p, g = self.params, view.gpus_per_node
+        rate, lasted = forecast
+        if donor.name == taker.name or donor.idle_nodes - ledger.given[donor.name] <= 0:
+            return None
+        if (taker.name, donor.name) in recent:
+            self._block(taker.name, REVERSAL)
+            return None
+        keep = donor.capacity_gpus - g * (ledger.given[donor.name] + 1)
+        key = (donor.name, keep)
+        if key not in idle_cache:
+            idle_cache[key] = donor.outlook.idle(keep)
+        idle_min, tail = idle_cache[key]
+        if idle_min < p.reversal_min or tail > self._tail_allowed(donor):
+            self._block(taker.name, PROTECTION)
+            return None
+        home = self._home_of_next(donor.name, taker.name, ledger)
+        cost = 2 if home == donor.name else 1
+        loan = min(lasted, idle_min, p.history_min)
+        value = rate * (loan - p.drain_min) - tail * g * loan
+        price = self.token_price(level, len(view.pools), g)
+        if value <= 0 or value / cost < price:
+            self._block(taker.name, VALUE)
+            return None
+        if cost > level + 1e-9:
+            self._block(taker.name, BUDGET)
+            return None
+        return _Candidate(
+            value / cost, value, taker.name, donor.name, home, cost, rate, loan, lasted, idle_min, tail
+        )
+
+    def _tail_allowed(self, donor: PoolSnapshot) -> float:
+        """The tail share a donor may lend into: `1 - wait_quantile`, once its history holds enough demand
+        minutes to estimate that quantile (1 / (1 - q) of them); with fewer it keeps the largest demand it
+        showed (tail 0): one take-back's drain would already exceed the few minutes its p99 allows."""
+        allowed = 1.0 - self.params.wait_quantile
+        if donor.outlook.busy_minutes() * allowed < 1.0:
+            return 0.0
+        return allowed
+
+    def _block(self, pool: str, reason: str) -> None:
+        """Remember, per waiting pool, the furthest check a candidate loan failed (diagnostics): a donor
+        in the reversal window, then the donor's protection, then the value, then the budget."""
+        if STAGES.index(reason) >= STAGES.index(self.blocked.get(pool, STAGES[0])):
+            self.blocked[pool] = reason
 
     @staticmethod
-    def _split_by_home(
-        donor: str, borrower: str, nodes: int, evidence: tuple[Evidence, ...], ledger: _Ledger
-    ) -> list[Move]:
-        """Borrowed nodes leave first (their owners keep theirs home), then the donor's own."""
+    def _home_of_next(donor: str, taker: str, ledger: _Ledger) -> str:
+        """Whose node the donor sends next: a borrowed one first (its return is paid), else its own."""
+        for loan in sorted(ledger.held[donor], key=lambda x: x.home):
+            if loan.home != taker and loan.nodes - ledger.committed[(loan.home, donor)] > 0:
+                return loan.home
+        return donor
+
+    def _as_moves(self, chosen: Sequence[_Candidate], view: ClusterView) -> list[Move]:
+        """One Move per (donor, taker, home), in the order first chosen, with its evidence."""
+        p = self.params
+        grouped: dict[tuple[str, str, str], list[_Candidate]] = {}
+        for c in chosen:
+            grouped.setdefault((c.donor, c.taker, c.home), []).append(c)
+        budget = self.budget_left(view)
         moves: list[Move] = []
-        reason = {
-            "planned_demand_gpus": "time-of-day demand due",
-            "pending_gpus_chronic_min": "chronic pending demand below a node",
-        }.get(evidence[0].signal if evidence else "", "persistent pending demand")
-        reason += ", idle nodes above the donor's reserve"
-        by_home: dict[str, int] = defaultdict(int)
-        for loan in ledger.held[donor]:
-            by_home[loan.home] += loan.nodes
-        for home in sorted(by_home):
-            take = min(nodes, by_home[home] - ledger.committed[(home, donor)])
-            if take > 0 and home != borrower:
-                moves.append(Move(LEND, donor, borrower, home, take, reason, evidence))
-                ledger.committed[(home, donor)] += take
-                nodes -= take
-        if nodes > 0:
-            moves.append(Move(LEND, donor, borrower, donor, nodes, reason, evidence))
-        ledger.given[donor] += sum(m.nodes for m in moves)
+        for (donor, taker, home), items in grouped.items():
+            first = items[0]
+            value = sum(c.value for c in items)
+            budget -= sum(c.cost for c in items)
+            evidence = (
+                Evidence("taker_shortfall_rate_gpus", p.reversal_min, round(first.rate, 3), 0.0),
+                Evidence("taker_shortfall_lasted_min", p.history_min, round(first.taker_min, 1), p.drain_min),
+                Evidence("donor_idle_min", p.history_min, round(first.donor_idle_min, 1), p.reversal_min),
+                Evidence(
+                    "donor_tail_share", p.history_min, round(first.tail, 5), round(1 - p.wait_quantile, 5)
+                ),
+                Evidence("expected_value_gpu_minutes", first.loan_min, round(value, 1), 0.0),
+                Evidence("move_budget_tokens", DAY_MIN, round(budget, 2), float(first.cost)),
+            )
+            reason = (
+                f"{taker} short for {first.taker_min:.0f} min; node idle at {donor} for "
+                f"{first.donor_idle_min:.0f} min; expected loan {first.loan_min:.0f} min "
+                f"worth {value:.0f} GPU-min"
+            )
+            moves.append(Move(LEND, donor, taker, home, len(items), reason, evidence))
         return moves
+
+
+__all__: Sequence[str] = (
+    "LEND",
+    "TAKEBACK",
+    "ClusterView",
+    "Evidence",
+    "Loan",
+    "Move",
+    "MoveRecord",
+    "PoolSnapshot",
+    "RebalanceParams",
+    "RebalanceParamsError",
+    "RebalancePolicy",
+)

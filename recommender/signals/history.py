@@ -1,27 +1,28 @@
-"""Per-pool history kept across cycles, and the rebalance policy's `ClusterView` built from Signals.
+"""Per-pool history kept across cycles, and the rebalance planner's `ClusterView` built from Signals.
 
-The windows of a `PoolSnapshot` (pending quantile over the persistence window, minimum over the
-take-back persistence window, demand peak over the reserve window, demand minimum over the quiet
-window) are computed here from the snapshots
-seen so far, as PromQL's `quantile_over_time` (at nearest rank), `min_over_time` and `max_over_time`
-would (a window of W minutes holds the samples of the last W minutes, the
-one W minutes old excluded, like the backtest's W one-minute steps); `history_min` is how long this
-recommender has watched (plus the newest sample's interval); until it covers a take-back window, no
-waiting counts as lasting over it (`pending_recent_min_gpus` and `pending_settled_min_gpus` are 0).
-Loans, home partitions and recent lends come from the proposal store (`signals/placement.py`); a caller
-without a store falls back to the lends this process proposed.
+Each pool's demand samples (allocated + pending, as the scheduler exporter reports them) feed a
+`DemandHistory` (`policies/outlook.py`), the same trailing outlook the backtest's policy reads, so the live
+planner forecasts from the same aggregates: how long a shortfall has lasted, its rate over the last
+reversal window, how long a donor's node has been idle and the donor's tail over the history window.
+Loans, home partitions and the moves made (the budget replays them; the reversal rule reads the recent
+ones) come from the proposal store (`signals/placement.py`); a caller without a store falls back to the
+lends this process proposed.
 """
 
 from __future__ import annotations
 
 from collections import Counter, deque
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
-from recommender.policies.daily_profile import DailyProfile, ProfileParams
-from recommender.policies.rebalance import ClusterView, PoolSnapshot, RebalanceParams, RebalancePolicy
-from recommender.quantiles import nearest_rank
+from recommender.policies.outlook import DemandHistory
+from recommender.policies.rebalance import (
+    ClusterView,
+    MoveRecord,
+    PoolSnapshot,
+    RebalanceParams,
+    RebalancePolicy,
+)
 from recommender.signals.model import Signals
 from recommender.signals.placement import Lend, Placement
 
@@ -36,26 +37,29 @@ class PoolHistory:
         self.samples: dict[str, deque[tuple[float, int, int]]] = {}
         self.lends: list[Lend] = []
         self.started: float | None = None
-        self._profile: _FedProfile | None = None
+        self._outlooks: _FedOutlooks | None = None
 
-    def profile(self, params: ProfileParams) -> DailyProfile:
-        """The time-of-day profile of every pool's demand, fed with the samples not fed yet (rebuilt from
-        the kept samples when the parameters change, e.g. after a restart)."""
-        if self._profile is None or self._profile.profile.params != params:
-            self._profile = _FedProfile(DailyProfile(params), {})
-        fed = self._profile
-        for pool, q in self.samples.items():
-            since = fed.until.get(pool, float("-inf"))
-            fresh = []
-            for sample in reversed(q):
-                if sample[0] <= since:
-                    break
-                fresh.append(sample)
-            for t, _, demand in reversed(fresh):
-                fed.profile.record(pool, t / 60.0, demand)
-            if q:
-                fed.until[pool] = q[-1][0]
-        return fed.profile
+    def outlook(self, pool: str, params: RebalanceParams) -> DemandHistory:
+        """The pool's trailing demand outlook, fed with the samples it has not seen yet (rebuilt from the
+        kept samples when the parameters change, e.g. after a restart)."""
+        key = (params.history_min, params.reversal_min, params.gap_min())
+        if self._outlooks is None or self._outlooks.key != key:
+            self._outlooks = _FedOutlooks(key, {}, {})
+        fed = self._outlooks
+        out = fed.histories.get(pool)
+        if out is None:
+            out = fed.histories[pool] = DemandHistory(*key)
+        since = fed.until.get(pool, float("-inf"))
+        fresh = []
+        for sample in reversed(self.samples.get(pool, ())):
+            if sample[0] <= since:
+                break
+            fresh.append(sample)
+        for t, _, demand in reversed(fresh):
+            out.push(t / 60.0, demand)
+        if fresh:
+            fed.until[pool] = fresh[0][0]
+        return out
 
     def record(self, signals: Signals) -> None:
         """Remember this snapshot's pools."""
@@ -113,48 +117,12 @@ class PoolHistory:
 
 
 @dataclass
-class _FedProfile:
-    """A profile and, per pool, the time of the newest sample it has seen."""
+class _FedOutlooks:
+    """Per pool, a demand outlook and the time of the newest sample it has seen (for one parameter set)."""
 
-    profile: DailyProfile
+    key: tuple[float, float, float]
+    histories: dict[str, DemandHistory]
     until: dict[str, float]
-
-
-def _pending_quantile(
-    history: PoolHistory, pool: str, now: float, minutes: float, pending_now: int, *, q: float = 0.0
-) -> int:
-    """The nearest-rank `q`-quantile of pending over the last `minutes` (0: min_over_time), now included."""
-    window = [s[1] for s in history.window(pool, now, minutes * 60.0)]
-    return nearest_rank(window, q) if window else pending_now
-
-
-def _pending_lasted(
-    history: PoolHistory, pool: str, now: float, minutes: float, *, pending_now: int, watched: float
-) -> int:
-    """min_over_time of pending over the last `minutes`; 0 until this recommender has watched that long
-    (waiting not yet watched for the whole window has not lasted)."""
-    if watched + 1e-9 < minutes:
-        return 0
-    return _pending_quantile(history, pool, now, minutes, pending_now)
-
-
-def _longer_windows(
-    history: PoolHistory, pool: str, now: float, p: RebalanceParams, *, pending_now: int, watched: float
-) -> dict[str, int | None]:
-    """Chronic pending (min over `chronic_pending_min`, once watched that long), the demand peak over
-    `plan_recent_peak_min` and the demand minimum over `takeback_quiet_min` (once watched that long: an
-    idle spell not yet watched is not assumed)."""
-    chronic = quiet = None
-    if p.chronic_pending_min and watched + 1e-9 >= p.chronic_pending_min:
-        chronic = _pending_quantile(history, pool, now, p.chronic_pending_min, pending_now)
-    if p.takeback_quiet_min and watched + 1e-9 >= p.takeback_quiet_min:
-        quiet = min((s[2] for s in history.window(pool, now, p.takeback_quiet_min * 60.0)), default=None)
-    recent = history.window(pool, now, p.plan_recent_peak_min * 60.0)
-    return {
-        "pending_chronic_min_gpus": chronic,
-        "demand_recent_peak_gpus": max((s[2] for s in recent), default=None),
-        "demand_quiet_min_gpus": quiet,
-    }
 
 
 def cluster_view(
@@ -164,15 +132,14 @@ def cluster_view(
     policy: RebalancePolicy,
     placement: Placement | None = None,
 ) -> ClusterView:
-    """The rebalance policy's view of this snapshot.
+    """The rebalance planner's view of this snapshot.
 
     With a `placement` (read from the store): loans, home partitions (capacity less borrowed nodes plus own
-    nodes away), capacity and idle whole nodes less the nodes on their way out, and the lends in the store.
+    nodes away), capacity and idle whole nodes less the nodes on their way out, and the moves in the store.
     Without one: no loans, home = capacity, and the lends `history` remembers.
     """
     now, g, p = signals.taken_at, gpus_per_node, policy.params
     where = placement or Placement()
-    watched = history.watched_min(now)
     borrowed, lent = where.borrowed(), where.lent()
     leaving: Counter[str] = Counter()
     idle_leaving: Counter[str] = Counter()
@@ -181,51 +148,29 @@ def cluster_view(
         if info is None or src in info.pools:  # still in the pool it leaves
             leaving[src] += 1
             idle_leaving[src] += info is not None and info.state == IDLE
-    profile_params = p.profile_params()
-    profile = history.profile(profile_params) if profile_params else None
-    pools = []
-    for pool in signals.pools.values():
-        long = history.window(pool.name, now, p.reserve_window_min * 60.0)
-        forecast = profile.forecast(pool.name, now / 60.0 + p.plan_lead_min) if profile else None
-        near = profile.forecast(pool.name, now / 60.0) if profile else None
-        lasted = partial(
-            _pending_lasted, history, pool.name, now, pending_now=pool.pending_gpus, watched=watched
+    pools = tuple(
+        PoolSnapshot(
+            name=pool.name,
+            home_gpus=max(0, pool.capacity_gpus + g * (lent[pool.name] - borrowed[pool.name])),
+            capacity_gpus=max(0, pool.capacity_gpus - g * leaving[pool.name]),
+            allocated_gpus=pool.allocated_gpus,
+            pending_gpus=pool.pending_gpus,
+            idle_nodes=max(0, pool.idle_nodes - idle_leaving[pool.name]),
+            outlook=history.outlook(pool.name, p),
         )
-        pools.append(
-            PoolSnapshot(
-                name=pool.name,
-                home_gpus=max(0, pool.capacity_gpus + g * (lent[pool.name] - borrowed[pool.name])),
-                capacity_gpus=max(0, pool.capacity_gpus - g * leaving[pool.name]),
-                allocated_gpus=pool.allocated_gpus,
-                pending_gpus=pool.pending_gpus,
-                idle_nodes=max(0, pool.idle_nodes - idle_leaving[pool.name]),
-                pending_lasting_gpus=_pending_quantile(
-                    history, pool.name, now, p.persistence_min, pool.pending_gpus, q=p.persistence_quantile
-                ),
-                demand_peak_gpus=max((s[2] for s in long), default=pool.allocated_gpus + pool.pending_gpus),
-                history_min=watched,
-                pending_recent_min_gpus=lasted(p.takeback_persistence_min),
-                pending_settled_min_gpus=lasted(p.settled_takeback_min),
-                **_longer_windows(history, pool.name, now, p, pending_now=pool.pending_gpus, watched=watched),
-                planned_demand_gpus=forecast.expected_demand if forecast else None,
-                planned_peak_gpus=forecast.expected_peak if forecast else None,
-                likely_peak_gpus=near.likely_peak if near else None,
-            )
-        )
-    lends = where.lends if placement is not None else history.lends
-    last: dict[str, float] = {}
-    for lend in lends:
-        for name in (lend.donor, lend.taker):
-            last[name] = max(last.get(name, -1e18), lend.at / 60.0)
-    for at, owner, _ in where.takebacks:  # an owner that took nodes back does not lend them again at once
-        last[owner] = max(last.get(owner, -1e18), at / 60.0)
+        for pool in signals.pools.values()
+    )
+    if placement is not None:
+        moves = tuple(MoveRecord(at / 60.0, src, dst, home, k) for at, src, dst, home, k in where.records)
+    else:
+        moves = tuple(MoveRecord(x.at / 60.0, x.donor, x.taker, x.donor, x.nodes) for x in history.lends)
+    started = history.started / 60.0 if history.started is not None else None
     return ClusterView(
         now_min=now / 60.0,
         gpus_per_node=g,
-        pools=tuple(pools),
+        pools=pools,
         loans=where.loans(),
-        last_lend_min=last,
-        recent_lends=tuple((x.at / 60.0, x.nodes) for x in lends),
-        recent_takebacks=tuple((at / 60.0, nodes) for at, _, nodes in where.takebacks),
+        moves=moves,
+        started_min=started,
         promised=dict(where.promised),
     )

@@ -62,6 +62,8 @@ class Placement:
     lends: list[Lend] = field(default_factory=list)
     takebacks: list[tuple[float, str, int]] = field(default_factory=list)  # (created at, owner, nodes)
     promised: Counter[str] = field(default_factory=Counter)  # pool -> nodes pending lends would bring
+    # the policy's moves that count (pending to applied): (created at, from, to, home, nodes)
+    records: list[tuple[float, str, str, str, int]] = field(default_factory=list)
 
     def loans(self) -> tuple[Loan, ...]:
         """Loans aggregated per (home, holder): held nodes, then nodes on their way."""
@@ -162,6 +164,7 @@ def place(
             _count(out, move.created_at, homes)
     out.lends.sort(key=lambda x: x.at)
     out.takebacks.sort()
+    out.records.sort()
     return out
 
 
@@ -172,6 +175,8 @@ def _count(out: Placement, at: float, homes: Sequence[tuple[str, str, str, str]]
     out.lends.extend(Lend(at, src, dst, k) for (src, dst), k in sorted(lent.items()))
     back = Counter(dst for _, home, _, dst in homes if dst == home)
     out.takebacks.extend((at, owner, k) for owner, k in sorted(back.items()))
+    moved = Counter((src, dst, home) for _, home, src, dst in homes)
+    out.records.extend((at, src, dst, home, k) for (src, dst, home), k in sorted(moved.items()))
 
 
 __all__: Sequence[str] = ("Lend", "Placement", "StoredMove", "place", "read_moves", "stored_move")

@@ -22,7 +22,7 @@ RUNBOOKS_DIR = ALERTS_DIR / "runbooks"
 EXTERNAL_METRICS = ALERTS_DIR / "external" / "metrics.yaml"
 README = ALERTS_DIR / "README.md"
 
-# Labels Prometheus attaches to every scraped series (`node` by the scrape configuration, ARCHITECTURE §3).
+# Labels Prometheus attaches to every scraped series (`node` by the scrape config, docs/architecture.md §4).
 TARGET_LABELS = frozenset({"job", "instance", "node"})
 # Series Prometheus itself makes.
 BUILTIN_METRICS: Mapping[str, frozenset[str]] = {"up": frozenset()}

@@ -1,4 +1,4 @@
-"""The rules in alerts/: promtool accepts and passes them, they follow the house style (ARCHITECTURE §7),
+"""The rules in alerts/: promtool accepts and passes them, they follow the house style (architecture §3),
 every alert is tested just before and just after its `for:`, and every metric they read exists.
 """
 

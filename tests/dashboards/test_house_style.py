@@ -1,4 +1,4 @@
-"""House style (ARCHITECTURE §7): stable uids, one provisioned datasource, $__rate_interval, units."""
+"""House style (docs/architecture.md §3): stable uids, one provisioned datasource, $__rate_interval, units."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from simulator.fake_nvml import H200_SXM, FakeNvml
 from tests.helpers import samples_of, wait_for
 
 GPUS = 8
-# Every GPU metric of ARCHITECTURE §3 this collector writes (the jobs collector writes ibpool_gpu_job_info).
+# Every GPU metric of docs/architecture.md §4 this collector writes (ibpool_gpu_job_info: the jobs collector).
 GPU_SPECS: tuple[MetricSpec, ...] = tuple(
     spec
     for name, spec in vars(catalog).items()

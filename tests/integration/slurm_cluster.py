@@ -1,4 +1,4 @@
-"""A throwaway Slurm cluster on localhost for integration tests (ARCHITECTURE §5, RECIPES "Slurm").
+"""A throwaway Slurm cluster on localhost for integration tests (docs/architecture.md §6).
 
 One `slurmctld` and one `slurmd -N nodeK` per node, all in the foreground as children of the test
 process, on free loopback ports, with a unique ClusterName and every file (config, state, spool, logs)

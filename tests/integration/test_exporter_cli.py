@@ -35,7 +35,7 @@ def _promtool_errors(text: str) -> list[str]:
         [PROMTOOL, "check", "metrics"], input=text.encode(), capture_output=True, timeout=30, check=False
     )
     lines = (result.stdout + result.stderr).decode().splitlines()
-    # Two names fixed by ARCHITECTURE.md contain the word "counter"; promtool's linter notes them.
+    # Two names fixed by docs/architecture.md contain the word "counter"; promtool's linter notes them.
     return [line for line in lines if line.strip() and "should not include type" not in line]
 
 

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.integration
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
 PROMTOOL = shutil.which("promtool")
 FIXTURES = SYSFS_FIXTURES
-# The contract (ARCHITECTURE §3) names these; promtool's lint dislikes "counter" inside a name.
+# The contract (docs/architecture.md §4) names these; promtool's lint dislikes "counter" inside a name.
 ACCEPTED_LINT = {
     "ibpool_infiniband_counter_saturated metric name should not include type 'counter'",
     "ibpool_infiniband_hw_counter_total metric name should not include type 'counter'",

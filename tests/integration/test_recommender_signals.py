@@ -1,20 +1,28 @@
 """Contract: PrometheusSource (PromQL over the recording rules) and EmbeddedSource agree on one cluster.
 
 The simulated cluster server runs in-process at real time (two long chatty jobs: steady rates); a real
-Prometheus scrapes it with alerts/recording_rules.yml loaded. Tolerances: counts and labels exact; GPU
-utilization within 0.05; rate-derived ratios (congestion, utilization, per-VL waits) within 0.05 + 10 %
-(Prometheus extrapolates a 5m rate over 1 s scrapes, the embedded source takes a delta over its window);
-a port whose saturation flag differs between the two reads (its counter saturated in between) is skipped.
-Slow (about 6 minutes): Prometheus's 5m rates need 5 minutes of samples before they read right.
+Prometheus scrapes it every second and evaluates a copy of alerts/recording_rules.yml whose rate windows
+are RATE_WINDOW_SECONDS (15 s) instead of 5m (`short_window_rules`: nothing else changes, and the copy is
+checked to say so). Prometheus stamps samples with its own clock, so a 5m rate reads right only after 5
+minutes of wall time, which no simulated clock can shorten. The test waits for the event a rate needs
+instead: every target scraped over a whole window (`count_over_time(up[...])`), then every rule group
+evaluated once more. The reads usually come about 40 s into the model, before the shared uplinks' 32-bit
+wait counters fill (at about 50 s), so their congestion (about 0.44) is compared too, not only idle ports
+(a filled counter reads as saturated, with no congestion, in both sources).
+
+Tolerances: counts and labels exact; GPU utilization within 0.05; rate-derived ratios (congestion,
+utilization, per-VL waits) within 0.05 + 10 % (Prometheus extrapolates a rate over 1 s scrapes, the
+embedded source takes a delta over its own 5 s window); a port whose saturation flag differs between the
+two reads (its counter saturated in between) is skipped.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from recommender.signals.embedded import EmbeddedSettings, EmbeddedSource
 from recommender.signals.model import Signals
@@ -48,8 +56,33 @@ scrape_configs:
     metrics_path: /scheduler/metrics
     static_configs: [{{targets: ["127.0.0.1:{port}"]}}]
 """
+TARGETS = 10  # eight nodes, the fabric and the scheduler
 RATIO_ABS, RATIO_REL, UTIL_ABS = 0.05, 0.10, 0.05
-RATE_WINDOW_FILL_SECONDS = 310.0
+RATE_WINDOW_SECONDS = 15  # every scrape and evaluation is 1 s apart: 15 samples per window
+RULES_WINDOW = "[5m]"  # the only range the rate rules use
+
+
+def short_window_rules(target: Path) -> Path:
+    """A copy of recording_rules.yml whose `[5m]` ranges are RATE_WINDOW_SECONDS; nothing else changes.
+
+    Checked: the copy has the same groups and rules in the same order, every rule the Prometheus source
+    reads a `:ratio_rate5m` of still takes a rate over the (shorter) window, and every expression equals
+    the original with only the range replaced (the `[1d]` of the expected-rate rule stays).
+    """
+    original = RULES.read_text(encoding="utf-8")
+    window = f"[{RATE_WINDOW_SECONDS}s]"
+    text = original.replace(RULES_WINDOW, window)
+    before, after = yaml.safe_load(original), yaml.safe_load(text)
+    rules_before = [r for g in before["groups"] for r in g["rules"]]
+    rules_after = [r for g in after["groups"] for r in g["rules"]]
+    assert [g["name"] for g in before["groups"]] == [g["name"] for g in after["groups"]]
+    rated = [r["record"] for r in rules_after if window in r["expr"]]
+    assert rated and all(r["record"] in rated for r in rules_before if r["record"].endswith(":ratio_rate5m"))
+    for old, new in zip(rules_before, rules_after, strict=True):
+        assert {k: v for k, v in old.items() if k != "expr"} == {k: v for k, v in new.items() if k != "expr"}
+        assert new["expr"] == old["expr"].replace(RULES_WINDOW, window) and RULES_WINDOW not in new["expr"]
+    target.write_text(text, encoding="utf-8")
+    return target
 
 
 def close(a: float | None, b: float | None) -> bool:
@@ -63,21 +96,30 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterServer]
     model = ClusterModel(scenarios.shared_uplink_spec(), [scenarios.chatty("hi"), scenarios.chatty("lo")])
     model.advance(10.0)
     work = tmp_path_factory.mktemp("cluster")
-    server = ClusterServer(model, ServerSettings(listen_address="127.0.0.1:0", speed=1.0, workdir=work))
+    # The clock moves in 0.1 s steps (not 0.5 s): a counter read mid-step is off by at most 2 % of the
+    # embedded source's 5 s window.
+    settings = ServerSettings(listen_address="127.0.0.1:0", speed=1.0, step_seconds=0.1, workdir=work)
+    server = ClusterServer(model, settings)
     server.start()
     yield server
     server.close()
 
 
-def test_both_sources_agree(cluster: ClusterServer) -> None:
+def test_both_sources_agree(cluster: ClusterServer, tmp_path: Path) -> None:
     base = f"http://127.0.0.1:{cluster.port}"
-    with prometheus_server.running(CONFIG.format(port=cluster.port), rule_files=[RULES]) as prom:
-        prom.wait_for_targets(up=10)
+    rules = short_window_rules(tmp_path / "recording_rules_short_window.yml")
+    with prometheus_server.running(CONFIG.format(port=cluster.port), rule_files=[rules]) as prom:
+        prom.wait_for_targets(up=TARGETS)
         prom.wait_for_query("port:ibpool_infiniband_transmit_utilization:ratio_rate5m", lambda r: len(r) >= 4)
         prom.wait_for_query("port:ibpool_infiniband_congestion:ratio_rate5m", lambda r: len(r) >= 4)
         prom.wait_for_query("pool:ibpool_gpu_utilization_ratio:avg", lambda r: len(r) == 2)
-        # rate(x[5m]) divides by the whole range: it reads right only once 5 minutes of samples exist.
-        time.sleep(RATE_WINDOW_FILL_SECONDS)
+        # A rate divides by its whole range: it reads right once every target has samples over all of it
+        # (RATE_WINDOW_SECONDS + 1 scrapes a second apart span the window), and the rules ran after that.
+        span = RATE_WINDOW_SECONDS + 1
+        prom.wait_for_query(
+            f"count_over_time(up[{span + 2}s]) >= {span}", lambda r: len(r) == TARGETS, timeout=span + 60
+        )
+        prom.wait_for_rule_evaluations(1)
         qos = SimulatorQos(f"{base}/-/model")
         embedded = EmbeddedSource(EmbeddedSettings(f"{base}/targets", window_seconds=5.0), qos).fetch()
         promql = PrometheusSource(PrometheusSettings(prom.url), qos).fetch()

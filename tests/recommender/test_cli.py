@@ -48,14 +48,17 @@ def test_cli_writes_the_report(real_slice: Path, tmp_path: Path, capsys: pytest.
     assert code == 0
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["meta"]["pools"] == 16 and report["meta"]["eval_days"] == 1.5
-    for name in ("policy", "static", "oracle"):
+    for name in ("policy", "static", "sharing", "hindsight"):
         assert all(isinstance(report[name][field], int | float) for field in FIELDS)
         assert len(report[name]["pools"]) == 16
     assert report["static"]["moves"] == 0
     assert 0 < report["static"]["coverage"] < 1
-    assert report["oracle"]["coverage"] >= report["policy"]["coverage"] >= report["static"]["coverage"]
+    assert report["bound"]["coverage"] >= report["policy"]["coverage"] >= report["static"]["coverage"]
+    assert report["bound"]["coverage"] >= report["hindsight"]["coverage"]
     table = capsys.readouterr().out
-    assert "policy" in table and "worst p95 wait ratio" in table
+    assert "policy" in table and "worst p99 ratio" in table and "beyond static" in table
+    assert "take-backs" in table  # the per-pool table
+    assert "unmet GPU-minutes beside idle nodes elsewhere" in table
 
 
 def test_cli_rejects_bad_input(real_slice: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

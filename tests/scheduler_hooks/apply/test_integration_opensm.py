@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,13 +64,15 @@ def tables(output: str) -> list[dict[str, str]]:
 
 def test_vl_weights_applied_read_back_idempotent_and_stale_refused(lab: Lab, flow: Flow) -> None:
     pid = flow.submit_and_approve(flow.proposal_file("set_vl_weights", [(LOW, BASELINE[LOW], NEW_LOW)]))
-    snapshot = lab.snapshot()
-
-    code, out, err = flow.apply(pid)  # dry run
+    with lab.frozen():  # OpenSM stopped: a SIGHUP would stay pending (lab.pending_signals)
+        snapshot = lab.snapshot()
+        code, out, err = flow.apply(pid)  # dry run
+        assert lab.snapshot() == snapshot and lab.pending_signals() == set()
     assert code == 0, err
     assert f"    {LOW} [opensm] live matches before" in out and "  opensm would:" in out
-    assert lab.snapshot() == snapshot and flow.history(pid)[-1][1] == "approved" and flow.steps(pid) == []
+    assert flow.history(pid)[-1][1] == "approved" and flow.steps(pid) == []
 
+    since = lab.log_end()
     code, out, err = flow.apply(pid, "--yes")
     assert code == 0, err
     assert out.startswith(f"{pid}  applied: applied and verified (opensm applied)")
@@ -95,42 +96,47 @@ def test_vl_weights_applied_read_back_idempotent_and_stale_refused(lab: Lab, flo
     ]
     assert flow.history(pid)[-2:] == [("approved", "applying", "ok"), ("applying", "applied", "ok")]
 
-    time.sleep(0.5)  # let OpenSM finish logging the re-read
-    snapshot = lab.snapshot()
-    code, out, err = flow.apply(pid, "--yes")
-    assert (code, out.strip()) == (0, f"{pid}  already_applied: already applied; nothing changed"), err
-    time.sleep(0.5)
-    assert lab.snapshot() == snapshot  # opensm.conf mtime and OpenSM's log unchanged
+    lab.wait_for_sweep_end(since)  # the re-read the apply asked for is over
 
-    # Same after, other content (a new id): the targets already show it, nothing is touched.
-    same = flow.proposal_file("set_vl_weights", [(LOW, BASELINE[LOW], NEW_LOW)], effect="again")
-    again = flow.submit_and_approve(same)
-    code, out, err = flow.apply(again, "--yes")
-    assert code == 0 and "in_effect: every target already showed after" in out, err
-    assert lab.snapshot() == snapshot and flow.steps(again) == ["apply.in_effect"]
+    # From here on nothing may write OpenSM's files or signal it. It stays stopped, so a SIGHUP would stay
+    # pending (lab.pending_signals) and its log cannot grow behind the test's back.
+    with lab.frozen():
+        snapshot = lab.snapshot()
+        code, out, err = flow.apply(pid, "--yes")
+        assert (code, out.strip()) == (0, f"{pid}  already_applied: already applied; nothing changed"), err
+        assert lab.snapshot() == snapshot  # opensm.conf mtime and OpenSM's log unchanged
 
-    # Written against the baseline, which is gone: stale.
-    stale = flow.submit_and_approve(flow.proposal_file("set_vl_weights", [(LOW, BASELINE[LOW], "1:10,2:10")]))
-    code, out, err = flow.apply(stale, "--yes")
-    assert code == 1
-    assert f"refused: stale: {LOW} is '1:128,2:32,3:16,4:8,5:4,6:2,7:200' live, neither before" in err
-    last = flow.history(stale)[-1]
-    assert last == ("approved", "approved", "refused")
-    with flow.store() as store:
-        assert store.audit(stale)[-1].detail.startswith(f"refused applying: stale: {LOW}")
-        assert store.get(stale).state == "approved"
-    time.sleep(0.3)
-    assert lab.snapshot() == snapshot
+        # Same after, other content (a new id): the targets already show it, nothing is touched.
+        same = flow.proposal_file("set_vl_weights", [(LOW, BASELINE[LOW], NEW_LOW)], effect="again")
+        again = flow.submit_and_approve(same)
+        code, out, err = flow.apply(again, "--yes")
+        assert code == 0 and "in_effect: every target already showed after" in out, err
+        assert lab.snapshot() == snapshot and flow.steps(again) == ["apply.in_effect"]
+
+        # Written against the baseline, which is gone: stale.
+        stale = flow.submit_and_approve(
+            flow.proposal_file("set_vl_weights", [(LOW, BASELINE[LOW], "1:10,2:10")])
+        )
+        code, out, err = flow.apply(stale, "--yes")
+        assert code == 1
+        assert f"refused: stale: {LOW} is '1:128,2:32,3:16,4:8,5:4,6:2,7:200' live, neither before" in err
+        last = flow.history(stale)[-1]
+        assert last == ("approved", "approved", "refused")
+        with flow.store() as store:
+            assert store.audit(stale)[-1].detail.startswith(f"refused applying: stale: {LOW}")
+            assert store.get(stale).state == "approved"
+        assert lab.snapshot() == snapshot and lab.pending_signals() == set()
 
 
 def test_a_malformed_value_is_refused_with_nothing_pushed(lab: Lab, flow: Flow) -> None:
     # Valid for the proposal format, not for this fabric: VL 9 is not below qos_max_vls 8.
     pid = flow.submit_and_approve(flow.proposal_file("set_vl_weights", [(LOW, BASELINE[LOW], "1:64,9:5")]))
-    snapshot = lab.snapshot()
-    code, _, err = flow.apply(pid, "--yes")
+    with lab.frozen():  # OpenSM stopped: a SIGHUP would stay pending (lab.pending_signals)
+        snapshot = lab.snapshot()
+        code, _, err = flow.apply(pid, "--yes")
+        assert lab.snapshot() == snapshot and lab.pending_signals() == set()
     assert code == 1 and "opensm.vlarb_low: entry 2: VL 9 is not below qos_max_vls 8" in err
-    time.sleep(0.3)
-    assert lab.snapshot() == snapshot and flow.steps(pid) == []
+    assert flow.steps(pid) == []
 
 
 @pytest.mark.parametrize(

@@ -2,19 +2,34 @@
 
 Six nodes on two leaves; pool `training` is node1-3 (port group SL 1, partition 0x0002), pool `inference`
 node4-6 (SL 2, partition 0x0003). OpenSM runs with the recipe's QoS settings. `reset()` puts the
-baseline files back, signals OpenSM and waits until the fabric shows them again.
+baseline files back, signals OpenSM, waits until the re-read is over and the fabric shows them again.
+
+Tests wait for events, not for time: after a SIGHUP, for the `SUBNET UP` that ends the sweep it starts
+(`log_end` + `wait_for_sweep_end`); for "nothing was signalled", OpenSM is held stopped (`frozen`) while
+the action runs, so a SIGHUP sent to it stays pending where `pending_signals` sees it, and its files and
+logs cannot change behind the test's back.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from scheduler_hooks.opensm import Change, OpenSMAdapter, OpenSMConfig
-from simulator.backends.ibsim_fabric import UMAD2SIM, FatTree, IbsimFabric, OpenSM, missing_programs
+from simulator.backends.ibsim_fabric import (
+    UMAD2SIM,
+    FatTree,
+    IbsimFabric,
+    OpenSM,
+    missing_programs,
+    poll_until,
+)
 
 TREE = FatTree(leaves=2, spines=1, hcas_per_leaf=3, ports=6)
 QOS_OPTIONS = {
@@ -139,11 +154,13 @@ class Lab:
         return OpenSMAdapter(OpenSMConfig.from_mapping(self.config_mapping(state_dir)), **kwargs)
 
     def reset(self, state_dir: Path) -> None:
-        """Baseline files back, SIGHUP, and wait until the fabric shows the baseline."""
+        """Baseline files back, SIGHUP; wait until the re-read is over and the fabric shows the baseline."""
         for name, data in self.baseline.items():
             (self.osm_dir / name).write_bytes(data)
         assert self.opensm is not None
+        since = self.log_end()
         self.opensm.reload()
+        self.wait_for_sweep_end(since)
         with self.adapter(state_dir) as adapter:
             result = adapter.verify([Change(t, None, v) for t, v in BASELINE.items()], timeout=20)
         assert result.ok, result.describe()
@@ -158,6 +175,61 @@ class Lab:
             out[log] = (b"", os.path.getsize(self.osm_dir / log))
         return out
 
+    def log_end(self) -> int:
+        """Where OpenSM's log ends now: take it before a SIGHUP, for `wait_for_sweep_end`."""
+        assert self.opensm is not None
+        return len(self.opensm.log_text())
+
+    def wait_for_sweep_end(self, since: int, timeout: float = 20.0) -> None:
+        """Until OpenSM's log says `SUBNET UP` after `since` (a `log_end()` from before a SIGHUP).
+
+        On SIGHUP OpenSM re-reads its files, then runs a heavy sweep whose last log line is `SUBNET UP`
+        (the log is flushed line by line: force_log_flush and -d 2); nothing follows until the next signal
+        (sweep_interval 0). A SIGHUP that lands during a sweep re-reads the files within it, before its
+        `SUBNET UP` (OpenSM 3.3.23: two SIGHUPs 2 ms apart give two re-reads and one `SUBNET UP`).
+        """
+        assert self.opensm is not None
+        self.opensm.wait_for_log("SUBNET UP", timeout, after=since)
+
+    @contextmanager
+    def frozen(self) -> Iterator[None]:
+        """OpenSM stopped (SIGSTOP) for the block and resumed (SIGCONT) after it.
+
+        While stopped it writes nothing, and a signal sent to it stays pending (`pending_signals`) rather
+        than being handled. Diagnostics that need its SA (saquery) get no answer meanwhile; smpquery and
+        ibnetdiscover do (ibsim answers SMPs itself).
+        """
+        assert self.opensm is not None and self.opensm.proc is not None
+        pid = self.opensm.proc.pid
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            poll_until(lambda: _all_stopped(pid), 10.0, f"OpenSM (pid {pid}) to stop")
+            yield
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+    def pending_signals(self) -> set[int]:
+        """Numbers of the signals sent to OpenSM and not handled yet (SigPnd, ShdPnd of /proc/PID/status)."""
+        assert self.opensm is not None and self.opensm.proc is not None
+        mask = 0
+        for line in Path(f"/proc/{self.opensm.proc.pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("SigPnd", "ShdPnd"):
+                mask |= int(value.strip(), 16)
+        return {n for n in range(1, 65) if mask >> (n - 1) & 1}
+
     def smp(self, *args: str) -> str:
         """Run smpquery/saquery against the lab (independently of the adapter); stdout."""
         return self.fabric.run_diag(list(args)).stdout
+
+
+def _all_stopped(pid: int) -> bool:
+    """Whether every thread of `pid` is in the stopped state (T in /proc/PID/task/TID/stat)."""
+    states = []
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # a thread that just exited
+            continue
+        states.append(text[text.rindex(")") + 2])
+    return bool(states) and all(state == "T" for state in states)

@@ -7,12 +7,10 @@ back with smpquery/saquery run by the test itself, not only through the adapter.
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -108,14 +106,15 @@ def test_vl_weights_reach_switch_and_hca_ports(lab: Lab, adapter: OpenSMAdapter,
 
 def test_applying_again_writes_and_signals_nothing(lab: Lab, adapter: OpenSMAdapter) -> None:
     changes = [change("opensm.vlarb_low", "1:10,2:20")]
+    since = lab.log_end()
     first = adapter.apply(changes)
     assert adapter.verify(changes, record=first).ok
-    time.sleep(0.3)  # let OpenSM finish logging the re-read
-    before = lab.snapshot()
-    again = adapter.apply(changes)
-    assert again.phase == records.NOOP and again.files == () and again.directory == ""
-    time.sleep(0.3)
-    assert lab.snapshot() == before
+    lab.wait_for_sweep_end(since)  # the re-read the first apply asked for is over
+    with lab.frozen():  # a SIGHUP now stays pending instead of being handled
+        before = lab.snapshot()
+        again = adapter.apply(changes)
+        assert again.phase == records.NOOP and again.files == () and again.directory == ""
+        assert lab.snapshot() == before and lab.pending_signals() == set()
     # Already at `after`: not stale; with allow_after=False the old `before` no longer matches.
     assert adapter.stale(changes) == []
     assert adapter.stale(changes, allow_after=False) == ["opensm.vlarb_low"]
@@ -171,33 +170,34 @@ def test_moving_a_node_updates_partitions_and_port_groups(lab: Lab, adapter: Ope
 def test_malformed_weight_is_refused_with_nothing_written_or_signalled(
     lab: Lab, adapter: OpenSMAdapter, state_dir: Path, steps: list[str]
 ) -> None:
-    time.sleep(0.3)
-    before = lab.snapshot()
-    bad = [change("opensm.vlarb_high", "0:255,3:abc,7:300,16:5,0:1")]
-    with pytest.raises(ChangeRejectedError) as caught:
-        adapter.apply(bad)
-    assert caught.value.problems == [
-        "opensm.vlarb_high: entry 2 '3:abc' is not VL:weight (decimal numbers)",
-        "opensm.vlarb_high: entry 3: weight 300 is out of range 0-255",
-        "opensm.vlarb_high: entry 4: VL 16 is out of range 0-14",
-        "opensm.vlarb_high: entry 5: VL 0 appears twice",
-    ]
-    problems = adapter.validate(
-        [change("opensm.sl2vl", "0,1,2,9"), change("opensm.port_group.nosuch.sl", "16")]
-    )
-    assert [str(p) for p in problems] == [
-        "opensm.sl2vl: 4 entries, need 16 (one VL per SL)",
-        "opensm.sl2vl: SL 3: VL 9 is not below qos_max_vls 8",
-        "opensm.port_group.nosuch.sl: SL '16' is not a decimal number 0-15",
-        "opensm.port_group.nosuch.sl: no port-group named 'nosuch' in the QoS policy file",
-    ]
-    members = adapter.validate([change("opensm.partition.training.members", "node1,node99,0x1234")])
-    assert [p.message for p in members] == [
-        "node 'node99' is not known (no CA port with that name)",
-        "port GUID 0x0000000000001234 is not a CA port on the fabric",
-    ]
-    time.sleep(0.5)
-    assert lab.snapshot() == before  # contents, mtimes, and no new OpenSM log or stdout output
+    # OpenSM stopped throughout: a SIGHUP would stay pending, and nothing but the adapter can write.
+    with lab.frozen():
+        before = lab.snapshot()
+        bad = [change("opensm.vlarb_high", "0:255,3:abc,7:300,16:5,0:1")]
+        with pytest.raises(ChangeRejectedError) as caught:
+            adapter.apply(bad)
+        assert caught.value.problems == [
+            "opensm.vlarb_high: entry 2 '3:abc' is not VL:weight (decimal numbers)",
+            "opensm.vlarb_high: entry 3: weight 300 is out of range 0-255",
+            "opensm.vlarb_high: entry 4: VL 16 is out of range 0-14",
+            "opensm.vlarb_high: entry 5: VL 0 appears twice",
+        ]
+        problems = adapter.validate(
+            [change("opensm.sl2vl", "0,1,2,9"), change("opensm.port_group.nosuch.sl", "16")]
+        )
+        assert [str(p) for p in problems] == [
+            "opensm.sl2vl: 4 entries, need 16 (one VL per SL)",
+            "opensm.sl2vl: SL 3: VL 9 is not below qos_max_vls 8",
+            "opensm.port_group.nosuch.sl: SL '16' is not a decimal number 0-15",
+            "opensm.port_group.nosuch.sl: no port-group named 'nosuch' in the QoS policy file",
+        ]
+        members = adapter.validate([change("opensm.partition.training.members", "node1,node99,0x1234")])
+        assert [p.message for p in members] == [
+            "node 'node99' is not known (no CA port with that name)",
+            "port GUID 0x0000000000001234 is not a CA port on the fabric",
+        ]
+        assert lab.snapshot() == before  # contents, mtimes, and no new OpenSM log or stdout output
+        assert lab.pending_signals() == set()  # and no signal on its way
     assert not state_dir.exists() or not any(p.is_dir() for p in state_dir.iterdir())
     assert steps == ["refused"]
 
@@ -208,11 +208,12 @@ def test_wrong_pid_refuses_before_writing(lab: Lab, state_dir: Path, tmp_path: P
         mapping = lab.config_mapping(state_dir)
         (tmp_path / "decoy.pid").write_text(str(decoy.pid))
         mapping["pid_file"] = str(tmp_path / "decoy.pid")
-        before = lab.snapshot()
-        wrong = OpenSMAdapter(OpenSMConfig.from_mapping(mapping))
-        with wrong, pytest.raises(SignalFailedError, match="not 'opensm'"):
-            wrong.apply([change("opensm.vlarb_low", "1:1")])
-        assert lab.snapshot() == before
+        with lab.frozen():
+            before = lab.snapshot()
+            wrong = OpenSMAdapter(OpenSMConfig.from_mapping(mapping))
+            with wrong, pytest.raises(SignalFailedError, match="not 'opensm'"):
+                wrong.apply([change("opensm.vlarb_low", "1:1")])
+            assert lab.snapshot() == before and lab.pending_signals() == set()
     finally:
         decoy.kill()
         decoy.wait()
@@ -220,14 +221,11 @@ def test_wrong_pid_refuses_before_writing(lab: Lab, state_dir: Path, tmp_path: P
 
 def test_verification_mismatch_rolls_back(lab: Lab, adapter: OpenSMAdapter, steps: list[str]) -> None:
     """OpenSM is stopped (SIGSTOP): the signal is sent, nothing changes, verify fails, rollback restores."""
-    assert lab.opensm is not None and lab.opensm.proc is not None
-    pid = lab.opensm.proc.pid
     changes = [change("opensm.vlarb_low", "1:99"), change("opensm.partition.training.members", "node1")]
-    os.kill(pid, signal.SIGSTOP)
-    try:
+    with lab.frozen():
         record, result = adapter.apply_verified(changes, timeout=1.0)
-    finally:
-        os.kill(pid, signal.SIGCONT)
+        assert lab.pending_signals() == {signal.SIGHUP}  # sent (apply and rollback: one pending)
+        since = lab.log_end()
     assert not result.ok
     assert {m.target for m in result.mismatches} == {"opensm.vlarb_low", "opensm.partition.training.members"}
     assert record.phase == records.ROLLED_BACK
@@ -239,7 +237,7 @@ def test_verification_mismatch_rolls_back(lab: Lab, adapter: OpenSMAdapter, step
         "rollback_signalled",
         "rolled_back",
     ]
-    time.sleep(0.3)  # OpenSM handles the pending SIGHUP with the restored files
+    lab.wait_for_sweep_end(since)  # OpenSM handled the pending SIGHUP, with the restored files
     assert adapter.read("opensm.vlarb_low") == BASELINE["opensm.vlarb_low"]
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from simulator.backends.processes import Processes, is_gone, signals_raise, stop_process
+from tests.helpers import wait_for
 
 
 def _spawn_shell(procs: Processes, tmp_path: Path, script: str) -> subprocess.Popen[bytes]:
@@ -21,8 +22,9 @@ def test_close_stops_each_program_and_what_it_forked(tmp_path: Path) -> None:
     procs = Processes()
     first = _spawn_shell(procs, tmp_path, "sleep 60 & sleep 60")
     second = _spawn_shell(procs, tmp_path, "sleep 60 & sleep 60")
-    time.sleep(0.2)
-    assert len(procs.running()) >= 4  # two shells and their children, each shell leading its group
+    # Two shells and the background child of each (each shell leads its group); the shell may exec its
+    # last command, so a group holds 2 processes once its first `sleep` forked.
+    assert wait_for(lambda: len(procs.running()) >= 4), procs.running()
     procs.close()
     assert procs.running() == []
     assert first.returncode is not None and second.returncode is not None
@@ -32,7 +34,8 @@ def test_close_stops_each_program_and_what_it_forked(tmp_path: Path) -> None:
 def test_a_program_that_ignores_sigterm_is_killed(tmp_path: Path) -> None:
     with Processes(stop_timeout=0.3) as procs:
         proc = _spawn_shell(procs, tmp_path, "trap '' TERM; sleep 60 & wait")
-        time.sleep(0.2)
+        # The child exists once the shell is past its `trap` line: from then on it ignores SIGTERM.
+        assert wait_for(lambda: len(procs.running()) >= 2), procs.running()
     assert proc.returncode == -signal.SIGKILL
     assert procs.running() == []
 

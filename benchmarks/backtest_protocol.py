@@ -1,0 +1,168 @@
+"""The evaluation protocol of docs/backtest.md: the planner, frozen, on every split and stress variant.
+
+Items, all from the shared trace's first nine days (May 10 has no jobs):
+- rolling-origin splits: the planner runs from May 1, scored from May 4, May 6 and May 8 to the end;
+- the whole trace, scored from the start;
+- stress variants scored over their whole span: pending x2, pending x3, roles swapped, roles swapped with
+  pending x2, and the days shuffled in 3-day blocks (order 3, 1, 2).
+For each item it prints policy, static, scheduler-native sharing, the budgeted hindsight reference and
+the unbudgeted bound (coverage beyond static, coverage, moves per pool-day, reversals per 30 days, worst
+p95 and p99 wait ratios, work lost to preemption) and which targets the policy meets.
+
+    .venv/bin/python -m benchmarks.backtest_protocol [--trace PATH] [--only NAME ...] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from recommender.backtest.report import STRATEGIES, BacktestConfig, run_backtest
+from recommender.backtest.trace import Trace, load_trace, slice_trace
+
+DEFAULT_TRACE = Path(__file__).resolve().parents[1] / "data" / "traces" / "helios-earth-may01-10.csv.gz"
+DAYS = 9
+ORIGINS = (3, 5, 7)  # days after the start: May 4, May 6, May 8
+BLOCK_ORDER = (2, 0, 1)  # 3-day blocks: days 7-9, then 1-3, then 4-6
+WITHIN_CEILING = 0.10
+MOVES = 0.5
+REVERSALS_30D = 1.0
+P95, P99 = 1.05, 1.5
+
+
+def scaled(trace: Trace, factor: float) -> Trace:
+    """Every pool's pending multiplied (capacity and running unchanged)."""
+    return replace(trace, pending=tuple([round(factor * q) for q in s] for s in trace.pending))
+
+
+def swapped(trace: Trace) -> Trace:
+    """Pools ranked by mean demand / capacity; rank i gets the demand of rank n-1-i, scaled to its
+    capacity (running up to its capacity, the rest pending; pending beside idle GPUs kept as pending)."""
+    n = len(trace.pools)
+
+    def load(p: int) -> float:
+        cap = sum(trace.capacity[p]) or 1
+        return sum(r + q for r, q in zip(trace.running[p], trace.pending[p], strict=True)) / cap
+
+    order = sorted(range(n), key=lambda p: (load(p), trace.pools[p]))
+    source = {order[i]: order[n - 1 - i] for i in range(n)}
+    running, pending = [], []
+    for p in range(n):
+        src = source[p]
+        factor = (max(trace.capacity[p]) or 1) / (max(trace.capacity[src]) or 1)
+        run_row, pend_row = [], []
+        for cap, r, q in zip(trace.capacity[p], trace.running[src], trace.pending[src], strict=True):
+            r2, q2 = round(r * factor), round(q * factor)
+            run_row.append(min(cap, r2))
+            pend_row.append(q2 + max(0, r2 - cap))
+        running.append(run_row)
+        pending.append(pend_row)
+    return replace(trace, running=tuple(running), pending=tuple(pending))
+
+
+def shuffled(trace: Trace) -> Trace:
+    """The days cut into 3-day blocks, put back in BLOCK_ORDER (every pool alike)."""
+    per_day = round(1440 / trace.step_min)
+    block = 3 * per_day
+    order = [b * block + i for b in BLOCK_ORDER for i in range(block)]
+
+    def cut(series: list[int]) -> list[int]:
+        return [series[i] for i in order]
+
+    return replace(
+        trace,
+        capacity=tuple(cut(s) for s in trace.capacity),
+        running=tuple(cut(s) for s in trace.running),
+        pending=tuple(cut(s) for s in trace.pending),
+    )
+
+
+def items(base: Trace) -> list[tuple[str, Trace, int]]:
+    """(name, trace, first scored step) for every protocol item."""
+    per_day = round(1440 / base.step_min)
+    variants: list[tuple[str, Callable[[Trace], Trace]]] = [
+        ("pending x2", lambda t: scaled(t, 2.0)),
+        ("pending x3", lambda t: scaled(t, 3.0)),
+        ("roles swapped", swapped),
+        ("swapped, pending x2", lambda t: scaled(swapped(t), 2.0)),
+        ("blocks shuffled", shuffled),
+    ]
+    out = [(f"split from {(base.start + timedelta(days=d)):%b %d}", base, d * per_day) for d in ORIGINS]
+    out.append(("whole trace", base, 0))
+    out += [(name, make(base), 0) for name, make in variants]
+    return out
+
+
+def verdict(report: dict[str, Any]) -> dict[str, bool]:
+    """Which targets the policy meets on one item."""
+    policy, ceiling = report["policy"], report["hindsight"]
+    return {
+        "ceiling": policy["coverage_beyond_static"] >= ceiling["coverage_beyond_static"] - WITHIN_CEILING,
+        "moves": policy["moves_per_pool_day"] <= MOVES,
+        "reversals": policy["reversals_within_60min_per_30_days"] <= REVERSALS_30D,
+        "p95": policy["worst_pool_p95_wait_ratio_vs_static"] <= P95,
+        "p99": policy["worst_pool_p99_wait_ratio_vs_static"] <= P99,
+    }
+
+
+def _fmt(value: Any, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def main(argv: list[str]) -> int:
+    """Run every item, print its table and the policy's verdict."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
+    parser.add_argument("--only", action="append", default=[], help="run only items whose name contains this")
+    parser.add_argument("--json", type=Path, help="write every item's report summary here")
+    args = parser.parse_args(argv)
+    source = load_trace(args.trace)
+    per_day = round(1440 / source.step_min)
+    base = slice_trace(source, 0, min(source.steps, DAYS * per_day))
+    config = BacktestConfig()
+    summary: dict[str, Any] = {}
+    met_all = 0
+    chosen = [x for x in items(base) if not args.only or any(o in x[0] for o in args.only)]
+    for name, trace, first in chosen:
+        started = time.perf_counter()
+        report = run_backtest(trace, config, first)
+        wall = time.perf_counter() - started
+        print(f"\n{name} ({report['meta']['eval_days']:.0f} days scored, {wall:.1f} s)")
+        print(
+            f"  {'strategy':<10} {'beyond':>7} {'coverage':>8} {'moves/pd':>8} {'rev/30d':>7} "
+            f"{'p95':>6} {'p99':>6} {'lost':>8}"
+        )
+        for strategy in STRATEGIES:
+            r = report[strategy]
+            print(
+                f"  {strategy:<10} {r['coverage_beyond_static']:>7.3f} {r['coverage']:>8.3f} "
+                f"{_fmt(r['moves_per_pool_day'], '.3f'):>8} "
+                f"{_fmt(r['reversals_within_60min_per_30_days'], '.2f'):>7} "
+                f"{_fmt(r['worst_pool_p95_wait_ratio_vs_static'], '.3f'):>6} "
+                f"{_fmt(r['worst_pool_p99_wait_ratio_vs_static'], '.3f'):>6} {r['lost_gpu_minutes']:>8.0f}"
+            )
+        checks = verdict(report)
+        met_all += all(checks.values())
+        missed = [k for k, ok in checks.items() if not ok]
+        print(f"  policy meets {'every target' if not missed else 'all but: ' + ', '.join(missed)}")
+        summary[name] = {
+            s: {k: v for k, v in report[s].items() if k not in ("pools", "parameters")} for s in STRATEGIES
+        }
+        summary[name]["verdict"] = checks
+    print(f"\nitems meeting every target: {met_all} of {len(chosen)}")
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
