@@ -503,8 +503,8 @@ INFLUX_POINTS_REPLAYED = MetricSpec(
 INFLUX_POINTS_DROPPED = MetricSpec(
     "ibpool_influx_points_dropped_total",
     "counter",
-    "Points given up: spill_budget, corrupt_spill, buffer_full (no spill directory), rejected by the "
-    "server, not_finite (NaN/Inf), shutdown (no spill directory).",
+    "Points given up: spill_budget, corrupt_spill, buffer_full (memory full without a usable spill), "
+    "rejected by the server, not_finite (NaN/Inf), shutdown (no usable spill).",
     ("reason",),
 )
 INFLUX_SPILL_CORRUPT_RECORDS = MetricSpec(
@@ -519,6 +519,17 @@ INFLUX_SPILL_POINTS = MetricSpec(
     "ibpool_influx_spill_points", "gauge", "Points waiting in spill files on disk."
 )
 INFLUX_SPILL_BYTES = MetricSpec("ibpool_influx_spill_bytes", "gauge", "Size of the spill files on disk.")
+INFLUX_SPILL_DISABLED = MetricSpec(
+    "ibpool_influx_spill_disabled",
+    "gauge",
+    "1 while a spill write failed (full disk, I/O error) and points are kept in memory only until the "
+    "disk is tried again; 0 otherwise.",
+)
+INFLUX_SPILL_ERRORS = MetricSpec(
+    "ibpool_influx_spill_errors_total",
+    "counter",
+    "Spill writes that failed (each undone, nothing left on disk) and sent the buffer to memory only.",
+)
 INFLUX_LAST_WRITE = MetricSpec(
     "ibpool_influx_last_write_timestamp_seconds",
     "gauge",

@@ -43,6 +43,9 @@ COMMANDS: dict[str, Command] = {
         "recommender.cli", "propose pool moves and VL-weight changes from the time series (--once: one cycle)"
     ),
     "proposals": Command("proposals.cli", "submit, list, show, approve, reject and audit change proposals"),
+    "approval-server": Command(
+        "proposals.approval_server", "approve or reject proposals over HTTP(S) as the authenticated user"
+    ),
     "apply": Command(
         "scheduler_hooks.apply.cli", "apply an approved proposal to OpenSM and Slurm (dry run unless --yes)"
     ),

@@ -2,7 +2,12 @@
 
 Every decision goes through `Store.transition` with a guard, so the checks and the state change are one
 transaction, and a refusal is recorded in the audit log (`refused`) with `who`: a person, or
-`policy:<name>` for an approval policy file.
+`policy:<name>` for an approval policy file, and the `actor` the system vouched for.
+
+Four eyes: a person's approval is refused when any of the approver's names (the declared `by` and the
+principal of the real identity) is one of the proposer's (the declared proposer and its real identity);
+the trust model is in docs/approvals.md. Auto-approval by a policy file is a policy decision: it is bound
+by the policy's limits, not by who runs it.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta
 
+from foundation.identity import parse_actor
 from proposals import limits, targets
 from proposals.approval_config import DEFAULT_CONFIG, ApprovalConfig, AutoApprove, BlastRadius
 from proposals.errors import ApprovalRefusedError, IllegalTransitionError, ProposalExpiredError
@@ -52,6 +58,29 @@ def same_party(a: str, b: str) -> bool:
     return a.casefold() == b.casefold()
 
 
+def party_names(who: str, actor: str) -> set[str]:
+    """The names a party goes by: its declared `who` and its identity's principal (case folded)."""
+    names = {who.casefold()}
+    identity = parse_actor(actor)
+    if identity is not None:
+        names.add(identity.principal)
+    return names
+
+
+def four_eyes_problems(by: str, actor: str, stored: StoredProposal) -> list[str]:
+    """Why `by` (really `actor`) may not approve `stored`: the approver must not be the proposer."""
+    problems: list[str] = []
+    if same_party(by, stored.proposer):
+        problems.append(f"{by} proposed it; the approver must not be the proposer")
+    shared = party_names(by, actor) & party_names(stored.proposer, stored.proposer_actor)
+    if shared and not problems:
+        problems.append(
+            f"{by} [{actor}] and the proposer {stored.proposer} [{stored.proposer_actor}] are the same "
+            f"person ({', '.join(sorted(shared))}); the approver must not be the proposer"
+        )
+    return problems
+
+
 def recent_moves(store: Store, exclude: str) -> list[Proposal]:
     """Node moves approved within the last hour that still count, except proposal `exclude`."""
     since = store.now() - WINDOW
@@ -68,32 +97,39 @@ def blast_radius_check(store: Store, stored: StoredProposal, radius: BlastRadius
 
 
 def approve(
-    store: Store, proposal_id: str, by: str, config: ApprovalConfig = DEFAULT_CONFIG
+    store: Store,
+    proposal_id: str,
+    by: str,
+    config: ApprovalConfig = DEFAULT_CONFIG,
+    *,
+    actor: str | None = None,
 ) -> StoredProposal:
     """A person approves a pending proposal: not its proposer, and within the blast-radius limits.
 
-    Raises ValueError (not a person's name), ApprovalRefusedError (recorded), IllegalTransitionError or
-    ProposalExpiredError (nothing recorded).
+    `by` is the declared name, `actor` the identity the caller vouches for (default: the store's, which is
+    this process's OS identity). Raises ValueError (not a person's name), ApprovalRefusedError (recorded),
+    IllegalTransitionError or ProposalExpiredError (nothing recorded).
     """
     check_person(by)
+    real = store.actor if actor is None else actor
 
     def guard(stored: StoredProposal) -> None:
-        reasons: list[str] = []
-        if same_party(by, stored.proposer):
-            reasons.append(f"{by} proposed it; the approver must not be the proposer")
+        reasons = four_eyes_problems(by, real, stored)
         reasons += blast_radius_check(store, stored, config.limits)
         if reasons:
             raise ApprovalRefusedError(
                 f"approval of {stored.id[:12]} by {by} refused: {'; '.join(reasons)}", reasons
             )
 
-    return store.transition(proposal_id, APPROVED, by, "approved", guard)
+    return store.transition(proposal_id, APPROVED, by, "approved", guard, actor=real)
 
 
-def reject(store: Store, proposal_id: str, by: str, reason: str = "") -> StoredProposal:
+def reject(
+    store: Store, proposal_id: str, by: str, reason: str = "", *, actor: str | None = None
+) -> StoredProposal:
     """A person rejects (or, as its proposer, withdraws) a pending proposal."""
     check_person(by)
-    return store.transition(proposal_id, REJECTED, by, reason or "rejected")
+    return store.transition(proposal_id, REJECTED, by, reason or "rejected", actor=actor)
 
 
 def auto_approval_problems(proposal: Proposal, bounds: AutoApprove, who: str) -> list[str]:

@@ -148,7 +148,7 @@ def _auto_approve(reader: _Reader, raw: object) -> AutoApprove | None:
         fields = reader.mapping(
             "auto_approve.set_port_group", section["set_port_group"], ("allowed_sls",), True
         )
-        if fields is not None:
+        if fields is not None and "allowed_sls" in fields:
             sls = reader.sl_list("auto_approve.set_port_group.allowed_sls", fields["allowed_sls"])
             group = PortGroupBounds(sls) if sls is not None else None
     return AutoApprove(vl, move, group)
@@ -187,12 +187,13 @@ class _Reader:
     def mapping(
         self, key: str, raw: object, keys: tuple[str, ...], required: bool = False
     ) -> dict[str, Any] | None:
+        """The mapping at `key` (unknown and, with `required`, missing keys recorded); its known keys are
+        still read, so that one run reports every problem."""
         if raw is None and not required:
             return {}
         if not isinstance(raw, dict):
             self.bad(key, f"must be a mapping with keys {', '.join(keys)}")
             return None
-        count = len(self.problems)
         prefix = f"{key}." if key else ""
         for unknown in sorted(set(map(str, raw)) - set(keys)):
             self.bad(prefix + unknown, "unknown key")
@@ -200,7 +201,7 @@ class _Reader:
             for missing in keys:
                 if missing not in raw:
                     self.bad(prefix + missing, "missing")
-        return dict(raw) if len(self.problems) == count or not required else None
+        return {name: value for name, value in raw.items() if name in keys}
 
     def integer(self, key: str, section: dict[str, Any], low: int, high: int | None) -> int | None:
         leaf = key.rpartition(".")[2]

@@ -1,9 +1,11 @@
-"""`ibpool proposals submit|list|show|approve|reject|auto-approve|expire|audit`.
+"""`ibpool proposals submit|list|show|approve|reject|auto-approve|expire|audit|backup`.
 
-The store is `--db PATH`, else `$IBPOOL_DB`, else /var/lib/ibpool/ibpool.db; only `submit` creates it.
-The approval policy file (blast-radius limits, auto-approval bounds) is `--config FILE`, else
-`$IBPOOL_APPROVAL_CONFIG`, else built-in default limits. Exit 0 ok, 1 refused (illegal transition,
-approver is the proposer, outside limits, unknown id), 2 usage, format or configuration error.
+The store is `--db PATH`, else `$IBPOOL_DB`, else /var/lib/ibpool/ibpool.db; only `submit` creates it;
+`list`, `show`, `audit` and `backup` open it read-only. The approval policy file (blast-radius limits,
+auto-approval bounds) is `--config FILE`, else `$IBPOOL_APPROVAL_CONFIG`, else built-in default limits.
+Who acts is the operating system's account (`foundation.identity`); `--by` is a display name, recorded
+beside it. Exit 0 ok, 1 refused (illegal transition, approver is the proposer, outside limits, unknown
+id), 2 usage, format or configuration error, or a store that is missing, damaged or cannot be written.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from foundation.identity import os_actor
 from foundation.logs import configure_logging
 from proposals import approval
 from proposals.approval_config import DEFAULT_CONFIG, ApprovalConfig, load_approval_config
 from proposals.errors import LookupFailedError, ProblemsError, RefusedError, StoreError
-from proposals.model import from_json
+from proposals.model import MAX_DOCUMENT_BYTES, document_size_problem, from_json
 from proposals.records import AuditEntry, StoredProposal
 from proposals.states import STATES
 from proposals.store import Store
@@ -65,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"))
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     s = sub.add_parser("submit", parents=[db], help="validate and store a proposal file; print its id")
-    s.add_argument("file", help="proposal JSON file, or - for stdin")
+    s.add_argument("file", help=f"proposal JSON file (at most {MAX_DOCUMENT_BYTES} bytes), or - for stdin")
     s.add_argument("--by", help="the person submitting (default: policy:<the proposal's policy>)")
     s = sub.add_parser("list", parents=[db], help="list proposals")
     s.add_argument("--state", choices=STATES)
@@ -74,10 +77,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("id", help="id or unique id prefix")
     s = sub.add_parser("approve", parents=[db, config], help="approve a pending proposal")
     s.add_argument("id", help="id or unique id prefix")
-    s.add_argument("--by", required=True, help="the approving person (not the proposer)")
+    s.add_argument("--by", help="display name of the approver (default: your login name; never the proposer)")
     s = sub.add_parser("reject", parents=[db], help="reject a pending proposal")
     s.add_argument("id", help="id or unique id prefix")
-    s.add_argument("--by", required=True, help="the rejecting person")
+    s.add_argument("--by", help="display name of the rejecting person (default: your login name)")
     s.add_argument("--reason", default="", help="why (recorded in the audit log)")
     s = sub.add_parser("auto-approve", parents=[db, config], help="let the approval policy decide")
     s.add_argument("id", nargs="?", help="one proposal (default: every pending one the policy covers)")
@@ -85,6 +88,8 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("audit", parents=[db], help="the audit log, of one proposal or all")
     s.add_argument("id", nargs="?", help="id or unique id prefix")
     s.add_argument("--json", action="store_true", help="one JSON array")
+    s = sub.add_parser("backup", parents=[db], help="copy the store, consistently, to a new file DEST")
+    s.add_argument("dest", type=Path, help="the copy (must not exist)")
     return p
 
 
@@ -111,14 +116,27 @@ def main(argv: Sequence[str]) -> int:
     except LookupFailedError as exc:
         _err(str(exc))
         return REFUSED
+    except BrokenPipeError:  # the reader went away (`| head`): nothing is wrong here
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return OK
 
 
 def _err(message: str) -> None:
     print(f"ibpool proposals: {message}", file=sys.stderr)
 
 
-def _open(args: argparse.Namespace, create: bool = False) -> Store:
-    return Store(db_path(args.db), create=create)
+def _open(args: argparse.Namespace, create: bool = False, read_only: bool = False) -> Store:
+    return Store(db_path(args.db), create=create, read_only=read_only, actor=str(os_actor()))
+
+
+def _by(args: argparse.Namespace) -> str:
+    """The display name: `--by`, else the login name of the OS identity."""
+    name = args.by if args.by is not None else os_actor().name
+    try:
+        approval.check_person(name)
+    except ValueError as exc:
+        raise UsageError(f"{exc}; give a display name with --by") from None
+    return str(name)
 
 
 def _config(args: argparse.Namespace) -> ApprovalConfig:
@@ -132,10 +150,7 @@ def _submit(args: argparse.Namespace) -> int:
     if args.by is not None:
         approval.check_person(args.by)
     source = "<stdin>" if args.file == "-" else args.file
-    try:
-        data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
-    except OSError as exc:
-        raise UsageError(f"{source}: cannot read: {exc.strerror or exc}") from None
+    data = _read_bounded(args.file, source)
     proposal = from_json(data, source)
     with _open(args, create=True) as store:
         stored, created = store.submit(proposal, args.by)
@@ -145,8 +160,24 @@ def _submit(args: argparse.Namespace) -> int:
     return OK
 
 
+def _read_bounded(name: str, source: str) -> bytes:
+    """The bytes of a proposal file (or stdin), read no further than one byte past the size limit."""
+    try:
+        if name == "-":
+            data = sys.stdin.buffer.read(MAX_DOCUMENT_BYTES + 1)
+        else:
+            with Path(name).open("rb") as f:
+                data = f.read(MAX_DOCUMENT_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"{source}: cannot read: {exc.strerror or exc}") from None
+    problem = document_size_problem(len(data))
+    if problem:
+        raise UsageError(f"{source}: {problem}")
+    return data
+
+
 def _list(args: argparse.Namespace) -> int:
-    with _open(args) as store:
+    with _open(args, read_only=True) as store:
         rows = store.list_proposals(args.state)
     if args.json:
         print(json.dumps([row.to_dict() for row in rows], indent=2, ensure_ascii=False))
@@ -170,7 +201,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    with _open(args) as store:
+    with _open(args, read_only=True) as store:
         stored = store.get(store.resolve(args.id))
         data: dict[str, Any] = stored.to_dict()
         data["audit"] = [entry.to_dict() for entry in store.audit(stored.id)]
@@ -180,18 +211,18 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _approve(args: argparse.Namespace) -> int:
-    approval.check_person(args.by)
+    by = _by(args)
     config = _config(args)
     with _open(args) as store:
-        stored = approval.approve(store, store.resolve(args.id), args.by, config)
+        stored = approval.approve(store, store.resolve(args.id), by, config)
     _done(stored)
     return OK
 
 
 def _reject(args: argparse.Namespace) -> int:
-    approval.check_person(args.by)
+    by = _by(args)
     with _open(args) as store:
-        stored = approval.reject(store, store.resolve(args.id), args.by, args.reason)
+        stored = approval.reject(store, store.resolve(args.id), by, args.reason)
     _done(stored)
     return OK
 
@@ -219,7 +250,7 @@ def _expire(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    with _open(args) as store:
+    with _open(args, read_only=True) as store:
         entries = store.audit(store.resolve(args.id) if args.id else None)
     if args.json:
         print(json.dumps([entry.to_dict() for entry in entries], indent=2, ensure_ascii=False))
@@ -229,9 +260,17 @@ def _audit(args: argparse.Namespace) -> int:
     return OK
 
 
+def _backup(args: argparse.Namespace) -> int:
+    with _open(args, read_only=True) as store:
+        store.backup(args.dest)
+    print(args.dest)
+    return OK
+
+
 def _audit_line(entry: AuditEntry) -> str:
     move = f"{entry.from_state or '-'} -> {entry.to_state}"
-    line = f"{format_rfc3339(entry.at)}  {entry.proposal_id[:12]}  {entry.who}  {move}  {entry.result}"
+    who = f"{entry.who} [{entry.actor}]" if entry.actor else entry.who
+    line = f"{format_rfc3339(entry.at)}  {entry.proposal_id[:12]}  {who}  {move}  {entry.result}"
     return f"{line}  {entry.detail}" if entry.detail else line
 
 
@@ -248,4 +287,5 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "auto-approve": _auto_approve,
     "expire": _expire,
     "audit": _audit,
+    "backup": _backup,
 }

@@ -27,6 +27,10 @@ class StoreError(ProposalError):
     """The store cannot be opened or is not a proposal store of a version this code reads."""
 
 
+class StoreDamagedError(StoreError):
+    """SQLite finds the store's file damaged (integrity check, or a corruption error while reading)."""
+
+
 class LookupFailedError(ProposalError):
     """No single proposal answers to an id or id prefix."""
 

@@ -1,4 +1,10 @@
-"""Proposals as frozen data: validation, canonical JSON and the content id."""
+"""Proposals as frozen data: validation, canonical JSON and the content id.
+
+Input limits (a proposal is small; anything bigger is a mistake or an attack, refused with a clear error
+before it is parsed): at most `MAX_DOCUMENT_BYTES` of JSON nested at most `MAX_DEPTH` deep, texts
+(`expected_effect`, evidence queries) of at most `MAX_TEXT_CHARS`, at most `MAX_ITEMS` changes and as many
+evidence items.
+"""
 
 from __future__ import annotations
 
@@ -27,6 +33,15 @@ KIND_FAMILIES: Mapping[str, frozenset[str]] = {
 _WINDOW = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
 _POLICY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _FIELDS = ("kind", "changes", "evidence", "expected_effect", "created_at", "expires_at", "policy")
+
+MAX_DOCUMENT_BYTES = 1 << 20
+"""A proposal file or request body: 1 MiB (a move of thousands of nodes takes well under 100 KiB)."""
+MAX_DEPTH = 8
+"""Nesting of JSON arrays and objects (a proposal needs 3)."""
+MAX_TEXT_CHARS = 8192
+MAX_ITEMS = 1024
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_BRACKET = re.compile(rb"[][{}]")
 
 
 @dataclass(frozen=True)
@@ -77,7 +92,7 @@ class Proposal:
         _check_policy(self.policy, problems)
         _check_times(self.created_at, self.expires_at, problems)
         if problems:
-            raise ProposalFormatError(problems)
+            raise ProposalFormatError([_cut(problem) for problem in problems])
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (timestamps as RFC 3339 UTC text)."""
@@ -119,14 +134,37 @@ def from_json(text: str | bytes, source: str = "") -> Proposal:
             problems.append(f"{key}: given more than once")
         return dict(pairs)
 
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    size_problem = document_size_problem(len(data)) or _depth_problem(data)
+    if size_problem:
+        raise ProposalFormatError([_where(source, size_problem)])
     try:
         raw = json.loads(text, object_pairs_hook=no_duplicates)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ProposalFormatError([_where(source, f"not valid JSON: {exc}")]) from None
+    except RecursionError:  # the depth check should have caught it; never a traceback
+        raise ProposalFormatError([_where(source, f"nested deeper than {MAX_DEPTH} levels")]) from None
     proposal = _build(raw, problems)
     if problems or proposal is None:
         raise ProposalFormatError([_where(source, problem) for problem in problems])
     return proposal
+
+
+def document_size_problem(size: int) -> str | None:
+    """Why a document of `size` bytes is refused (None when it is within MAX_DOCUMENT_BYTES)."""
+    if size > MAX_DOCUMENT_BYTES:
+        return f"larger than {MAX_DOCUMENT_BYTES} bytes; a proposal is never that big"
+    return None
+
+
+def _depth_problem(data: bytes) -> str | None:
+    """Why the nesting of JSON `data` is refused, found without parsing (None when within MAX_DEPTH)."""
+    depth = 0
+    for match in _JSON_BRACKET.finditer(_JSON_STRING.sub(b'""', data)):
+        depth += 1 if match.group() in (b"[", b"{") else -1
+        if depth > MAX_DEPTH:
+            return f"nested deeper than {MAX_DEPTH} levels of arrays and objects; a proposal needs 3"
+    return None
 
 
 def from_dict(raw: object, source: str = "") -> Proposal:
@@ -139,7 +177,13 @@ def from_dict(raw: object, source: str = "") -> Proposal:
 
 
 def _where(source: str, problem: str) -> str:
+    problem = _cut(problem)
     return f"{source}: {problem}" if source else problem
+
+
+def _cut(problem: str) -> str:
+    """A problem message of a sensible length (the values it quotes may be huge)."""
+    return problem if len(problem) <= 300 else f"{problem[:280]}... ({len(problem)} characters)"
 
 
 def _build(raw: object, problems: list[str]) -> Proposal | None:
@@ -196,6 +240,9 @@ def _items(
     if not isinstance(raw, list) or (required and not raw):
         problems.append(f"{key}: must be a {'non-empty ' if required else ''}list of objects")
         return None
+    if len(raw) > MAX_ITEMS:
+        problems.append(f"{key}: {len(raw)} items; at most {MAX_ITEMS}")
+        return None
     items: list[dict[str, Any]] = []
     for index, item in enumerate(raw):
         where = f"{key}[{index}]"
@@ -213,7 +260,7 @@ def _items(
 
 def _time(key: str, value: object, problems: list[str]) -> datetime | None:
     if not isinstance(value, str):
-        problems.append(f"{key}: must be an RFC 3339 string, got {value!r}")
+        problems.append(f"{key}: must be an RFC 3339 string, got {_shown(value)}")
         return None
     try:
         return parse_rfc3339(value)
@@ -224,7 +271,7 @@ def _time(key: str, value: object, problems: list[str]) -> datetime | None:
 
 def _check_kind(kind: object, problems: list[str]) -> None:
     if kind not in KINDS:
-        problems.append(f"kind: must be one of {', '.join(KINDS)}, got {kind!r}")
+        problems.append(f"kind: must be one of {', '.join(KINDS)}, got {_shown(kind)}")
 
 
 def _check_changes(kind: object, changes: list[dict[str, Any]], problems: list[str]) -> None:
@@ -237,7 +284,7 @@ def _check_changes(kind: object, changes: list[dict[str, Any]], problems: list[s
         values = {key: change[key] for key in ("target", "before", "after") if key in change}
         for key, value in values.items():
             if not isinstance(value, str):
-                problems.append(f"{where}.{key}: must be a string, got {value!r}")
+                problems.append(f"{where}.{key}: must be a string, got {_shown(value)}")
         name = values.get("target")
         if not isinstance(name, str):
             continue
@@ -267,11 +314,11 @@ def _check_evidence(where: str, item: dict[str, Any], problems: list[str]) -> No
     _check_text(f"{where}.query", item.get("query", "?"), problems)
     window = item.get("window", "5m")
     if not isinstance(window, str) or not _WINDOW.fullmatch(window):
-        problems.append(f"{where}.window: must be a duration like 5m or 1h30m, got {window!r}")
+        problems.append(f"{where}.window: must be a duration like 5m or 1h30m, got {_shown(window)}")
     for key in ("value", "threshold"):
         number = item.get(key, 0.0)
         if not _finite(number):
-            problems.append(f"{where}.{key}: must be a finite number, got {number!r}")
+            problems.append(f"{where}.{key}: must be a finite number, got {_shown(number)}")
 
 
 def _finite(number: object) -> bool:
@@ -283,9 +330,18 @@ def _finite(number: object) -> bool:
         return False
 
 
+def _shown(value: object) -> str:
+    """`repr(value)`, cut short: a message never quotes a whole oversized input."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
+
+
 def _check_text(key: str, value: object, problems: list[str]) -> None:
     if not isinstance(value, str) or not value.strip():
-        problems.append(f"{key}: must be a non-empty string, got {value!r}")
+        problems.append(f"{key}: must be a non-empty string, got {_shown(value)}")
+        return
+    if len(value) > MAX_TEXT_CHARS:
+        problems.append(f"{key}: {len(value)} characters; at most {MAX_TEXT_CHARS}")
         return
     try:
         value.encode("utf-8")
@@ -296,7 +352,8 @@ def _check_text(key: str, value: object, problems: list[str]) -> None:
 def _check_policy(value: object, problems: list[str]) -> None:
     if not isinstance(value, str) or not _POLICY.fullmatch(value):
         problems.append(
-            f"policy: must be a rule name of letters, digits, '.', '_' or '-' (at most 64), got {value!r}"
+            "policy: must be a rule name of letters, digits, '.', '_' or '-' (at most 64), "
+            f"got {_shown(value)}"
         )
 
 

@@ -15,7 +15,11 @@ REFUSED = "refused"
 
 @dataclass(frozen=True)
 class StoredProposal:
-    """A proposal as the store holds it: content, state and who proposed it."""
+    """A proposal as the store holds it: content, state and who proposed it.
+
+    `proposer` is the name given at submit (or `policy:<policy>`); `proposer_actor` the identity the system
+    vouched for (`foundation.identity`; '' for proposals stored before identities were recorded).
+    """
 
     id: str
     proposal: Proposal
@@ -23,6 +27,7 @@ class StoredProposal:
     proposer: str
     submitted_at: datetime
     updated_at: datetime
+    proposer_actor: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data."""
@@ -30,6 +35,7 @@ class StoredProposal:
             "id": self.id,
             "state": self.state,
             "proposer": self.proposer,
+            "proposer_actor": self.proposer_actor,
             "submitted_at": format_rfc3339(self.submitted_at),
             "updated_at": format_rfc3339(self.updated_at),
             "proposal": self.proposal.to_dict(),
@@ -40,7 +46,9 @@ class StoredProposal:
 class AuditEntry:
     """One line of the audit log: a transition (`ok`) or a refused decision (`refused`, state unchanged).
 
-    `from_state` is None for the submission that created the proposal.
+    `from_state` is None for the submission that created the proposal. `who` is the declared name (`--by`,
+    `policy:<name>`, `system`); `actor` the identity the system vouched for ('' in entries written before
+    identities were recorded).
     """
 
     seq: int
@@ -51,6 +59,7 @@ class AuditEntry:
     to_state: str
     result: str
     detail: str
+    actor: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data."""
@@ -58,6 +67,7 @@ class AuditEntry:
             "seq": self.seq,
             "at": format_rfc3339(self.at),
             "who": self.who,
+            "actor": self.actor,
             "proposal_id": self.proposal_id,
             "from_state": self.from_state,
             "to_state": self.to_state,

@@ -1,10 +1,15 @@
-"""The store's SQLite schema (version 1); the audit log and step records are append-only by trigger."""
+"""The store's SQLite schema (version 2); the audit log and step records are append-only by trigger.
+
+A new store is created at version 1 (`STATEMENTS`) and brought up by every step of `MIGRATIONS`, so an old
+store and a new one end up alike. Version 2 records who really acted (`foundation.identity`): `actor` on
+every audit entry and `proposer_actor` on every proposal; rows written before it hold ''.
+"""
 
 from __future__ import annotations
 
 from proposals.states import STATES
 
-VERSION = 1
+VERSION = 2
 
 _STATE_LIST = ", ".join(f"'{state}'" for state in STATES)
 
@@ -14,6 +19,13 @@ def _append_only(table: str) -> tuple[str, ...]:
         f"CREATE TRIGGER {table}_no_{action} BEFORE {action.upper()} ON {table} "
         f"BEGIN SELECT RAISE(ABORT, '{table} is append-only'); END"
         for action in ("update", "delete")
+    )
+
+
+def _frozen(columns: str) -> str:
+    return (
+        f"CREATE TRIGGER proposals_frozen BEFORE UPDATE OF {columns} ON proposals "
+        "BEGIN SELECT RAISE(ABORT, 'a proposal is frozen; only its state changes'); END"
     )
 
 
@@ -33,9 +45,7 @@ STATEMENTS: tuple[str, ...] = (
     "CREATE INDEX proposals_state ON proposals (state, expires_at)",
     "CREATE TRIGGER proposals_no_delete BEFORE DELETE ON proposals "
     "BEGIN SELECT RAISE(ABORT, 'proposals are never deleted'); END",
-    "CREATE TRIGGER proposals_frozen "
-    "BEFORE UPDATE OF id, body, kind, policy, proposer, created_at, expires_at, submitted_at ON proposals "
-    "BEGIN SELECT RAISE(ABORT, 'a proposal is frozen; only its state changes'); END",
+    _frozen("id, body, kind, policy, proposer, created_at, expires_at, submitted_at"),
     f"""CREATE TABLE audit (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
         at TEXT NOT NULL,
@@ -58,5 +68,17 @@ STATEMENTS: tuple[str, ...] = (
     )""",
     "CREATE INDEX steps_proposal ON steps (proposal_id, seq)",
     *_append_only("steps"),
-    f"PRAGMA user_version = {VERSION}",
+    "PRAGMA user_version = 1",
 )
+"""Version 1, as it was first released."""
+
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        "ALTER TABLE audit ADD COLUMN actor TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE proposals ADD COLUMN proposer_actor TEXT NOT NULL DEFAULT ''",
+        "DROP TRIGGER proposals_frozen",
+        _frozen("id, body, kind, policy, proposer, proposer_actor, created_at, expires_at, submitted_at"),
+        "PRAGMA user_version = 2",
+    ),
+}
+"""Version -> the statements that bring a store of that version to the next one."""

@@ -3,25 +3,36 @@
 Durability: WAL journal, `synchronous=FULL`, one `BEGIN IMMEDIATE` transaction per transition that updates
 the state and appends its audit entry together, so a process killed at any point leaves both in agreement.
 Writers wait for each other up to the busy timeout. One Store per thread (its connection is not shared).
+
+Integrity: opening runs `PRAGMA quick_check` (unless `verify=False`); a damaged file raises
+StoreDamagedError, and so does any later SQLite corruption error, never a raw sqlite3 exception. A
+`read_only` store is opened with `mode=ro` and writes nothing (no schema upgrade, no journal switch), so a
+store on a read-only file, directory or filesystem can still be read. `backup` copies it with SQLite's
+online backup API. Every audit entry records the declared `who` and the `actor` (`foundation.identity`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
+from typing import Any
+from urllib.parse import quote
 
+from foundation.identity import os_actor
 from proposals import schema
 from proposals.errors import (
     AmbiguousIdError,
     ProposalExpiredError,
     RefusedError,
+    StoreDamagedError,
     StoreError,
     UnknownProposalError,
 )
@@ -38,9 +49,14 @@ SYSTEM = "system"
 Guard = Callable[[StoredProposal], None]
 """Runs inside a transition's transaction; raises RefusedError to refuse it (recorded as `refused`)."""
 
-_HEX_PREFIX = re.compile(r"^[0-9a-f]{1,64}$")
-_PROPOSAL_COLUMNS = "id, body, state, proposer, submitted_at, updated_at"
-_AUDIT_COLUMNS = "seq, at, who, proposal_id, from_state, to_state, result, detail"
+_HEX_PREFIX = re.compile(r"[0-9a-f]{1,64}")
+_PROPOSAL_COLUMNS = "id, body, state, proposer, submitted_at, updated_at, proposer_actor"
+_AUDIT_COLUMNS = "seq, at, who, proposal_id, from_state, to_state, result, detail, actor"
+_LEGACY_COLUMNS = {  # version 1 had no identities
+    _PROPOSAL_COLUMNS: "id, body, state, proposer, submitted_at, updated_at, '' AS proposer_actor",
+    _AUDIT_COLUMNS: "seq, at, who, proposal_id, from_state, to_state, result, detail, '' AS actor",
+}
+_MAX_CHECK_LINES = 3
 
 
 class Store:
@@ -51,26 +67,70 @@ class Store:
         path: Path | str,
         *,
         create: bool = True,
+        read_only: bool = False,
+        verify: bool = True,
         busy_timeout_s: float = 30.0,
         clock: Callable[[], datetime] = utc_now,
+        actor: str | None = None,
     ) -> None:
+        """Open (with `create`, create) the store; `actor` is recorded on writes that name none (default:
+        this process's OS identity)."""
         self.path = Path(path)
+        self.read_only = read_only
+        self.actor = actor if actor is not None else str(os_actor())
         self._clock = clock
-        if not create and not self.path.exists():
+        self._version = schema.VERSION
+        if (read_only or not create) and not self.path.exists():
             raise StoreError(f"no proposal store at {self.path}")
         try:
-            self._conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None)
+            connect = self._connect_read_only if read_only else self._connect
+            self._conn = connect(busy_timeout_s)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open proposal store {self.path}: {exc}") from None
+            raise _failure(self.path, "cannot open the proposal store", exc) from None
         try:
-            self._configure(busy_timeout_s)
-            self._migrate()
+            if read_only:
+                self._version = self._read_version()
+            else:
+                self._configure(busy_timeout_s)
+                self._migrate()
+            if verify:
+                self._verify()
         except sqlite3.Error as exc:
             self._conn.close()
-            raise StoreError(f"cannot use proposal store {self.path}: {exc}") from None
+            raise _failure(self.path, "cannot use the proposal store" + self._read_only_hint(), exc) from None
         except StoreError:
             self._conn.close()
             raise
+
+    def _read_only_hint(self) -> str:
+        if self.read_only:
+            return ""
+        folder = self.path.absolute().parent
+        if os.access(self.path, os.W_OK) and os.access(folder, os.W_OK):
+            return ""
+        return f" (read-only: writing needs write access to {self.path.name} and to {folder}; reads work)"
+
+    def _connect(self, busy_timeout_s: float) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None)
+
+    def _connect_read_only(self, busy_timeout_s: float) -> sqlite3.Connection:
+        """`mode=ro`; where SQLite cannot create its shared-memory file (a read-only directory) and no
+        write-ahead log holds changes, the file alone is the whole store: open it `immutable`."""
+        uri = f"file:{quote(str(self.path.absolute()))}?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout_s, isolation_level=None)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            wal = Path(f"{self.path}-wal")
+            if wal.exists() and wal.stat().st_size > 0:
+                raise StoreError(
+                    f"{self.path}: cannot read: {exc} (its write-ahead log {wal.name} holds changes that "
+                    "SQLite cannot read without write access to the directory)"
+                ) from None
+            log.info("reading %s as an immutable file (%s)", self.path, exc)
+        return sqlite3.connect(uri + "&immutable=1", uri=True, timeout=busy_timeout_s, isolation_level=None)
 
     def _configure(self, busy_timeout_s: float) -> None:
         self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
@@ -80,25 +140,79 @@ class Store:
         self._conn.execute("PRAGMA synchronous = FULL")
         self._conn.execute("PRAGMA foreign_keys = ON")
 
+    def _read_version(self) -> int:
+        self._conn.execute("PRAGMA query_only = ON")
+        version = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+        if version == 0:
+            tables = self._conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            what = "an SQLite database that is not a proposal store" if tables else "an empty file"
+            raise StoreError(f"{self.path}: {what}, not a proposal store")
+        self._check_known(version)
+        return version
+
+    def _check_known(self, version: int) -> None:
+        if version > schema.VERSION:
+            raise StoreError(f"{self.path}: store schema version {version}; this code reads {schema.VERSION}")
+
     def _migrate(self) -> None:
         with self._write():
             version = self._conn.execute("PRAGMA user_version").fetchone()[0]
             if version == schema.VERSION:
                 return
-            if version != 0:
-                raise StoreError(
-                    f"{self.path}: store schema version {version}; this code reads {schema.VERSION}"
-                )
-            tables = self._conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-            if tables:
-                raise StoreError(f"{self.path}: an SQLite database that is not a proposal store")
-            for statement in schema.STATEMENTS:
-                self._conn.execute(statement)
-            log.info("created proposal store %s", self.path)
+            self._check_known(version)
+            if version == 0:
+                tables = self._conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+                if tables:
+                    raise StoreError(f"{self.path}: an SQLite database that is not a proposal store")
+                for statement in schema.STATEMENTS:
+                    self._conn.execute(statement)
+                log.info("created proposal store %s", self.path)
+                version = 1
+            for step in range(version, schema.VERSION):
+                for statement in schema.MIGRATIONS[step]:
+                    self._conn.execute(statement)
+                log.info("proposal store %s: schema %d -> %d", self.path, step, step + 1)
+
+    def _verify(self) -> None:
+        """`PRAGMA quick_check`: StoreDamagedError unless SQLite finds the file sound."""
+        rows = [str(row[0]) for row in self._conn.execute("PRAGMA quick_check").fetchmany(_MAX_CHECK_LINES)]
+        if rows != ["ok"]:
+            found = "; ".join(rows)
+            raise StoreDamagedError(f"{self.path}: the proposal store is damaged: {found}{_RESTORE}")
 
     def now(self) -> datetime:
         """The store's clock (UTC); the time its audit entries carry."""
         return self._clock()
+
+    def backup(self, dest: Path) -> None:
+        """Copy the store to `dest` (which must not exist) with SQLite's online backup API: a consistent
+        copy even while others write. The copy is one self-contained file, checked and fsync'd before it
+        takes its name."""
+        if dest.exists():
+            raise StoreError(f"{dest}: already exists; a backup never overwrites")
+        tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+        try:
+            target = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                self._conn.backup(target)
+                target.execute("PRAGMA journal_mode = DELETE")
+                check = str(target.execute("PRAGMA quick_check").fetchone()[0])
+            finally:
+                target.close()
+            if check != "ok":
+                raise StoreDamagedError(f"{dest}: the copy fails its integrity check ({check}); not kept")
+            with tmp.open("rb") as copy:
+                os.fsync(copy.fileno())
+            os.link(tmp, dest)  # unlike a rename, never replaces a file that appeared meanwhile
+            _fsync_directory(dest.parent)
+        except sqlite3.Error as exc:
+            raise _failure(self.path, f"cannot back up to {dest}", exc) from None
+        except OSError as exc:
+            raise StoreError(f"cannot back up {self.path} to {dest}: {exc.strerror or exc}") from None
+        finally:
+            with suppress(OSError):
+                tmp.unlink(missing_ok=True)
+        log.info("proposal store %s backed up to %s", self.path, dest)
 
     def close(self) -> None:
         """Close the connection (committed data is already durable)."""
@@ -112,12 +226,24 @@ class Store:
     ) -> None:
         self.close()
 
+    def _rows(self, query: str, params: Iterable[Any] = ()) -> list[Any]:
+        """Every row of a read query; SQLite failures come out as StoreError (StoreDamagedError)."""
+        if self._version < schema.VERSION:
+            for columns, legacy in _LEGACY_COLUMNS.items():
+                query = query.replace(columns, legacy)
+        try:
+            return self._conn.execute(query, tuple(params)).fetchall()
+        except sqlite3.Error as exc:
+            raise _failure(self.path, "cannot read the proposal store", exc) from None
+
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction, taken before reading so that the check and the write are atomic.
 
         SQLite failures (busy past the timeout, I/O errors) come out as StoreError; nothing is committed.
         """
+        if self.read_only:
+            raise StoreError(f"{self.path}: opened read-only; cannot write")
         try:
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
@@ -129,18 +255,22 @@ class Store:
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
             if isinstance(exc, sqlite3.Error):
-                raise StoreError(f"{self.path}: write failed, nothing changed: {exc}") from exc
+                raise _failure(self.path, "write failed, nothing changed", exc) from exc
             raise
 
     # --- writes -------------------------------------------------------------------------------------
 
-    def submit(self, proposal: Proposal, proposer: str | None = None) -> tuple[StoredProposal, bool]:
+    def submit(
+        self, proposal: Proposal, proposer: str | None = None, *, actor: str | None = None
+    ) -> tuple[StoredProposal, bool]:
         """Store a proposal as `pending`; (stored, created). Submitting it again changes nothing.
 
-        The proposer is `who` for the approval rules: a user, or `policy:<proposal.policy>` when not given.
+        The proposer is `who` for the approval rules: a user, or `policy:<proposal.policy>` when not given;
+        `actor` (default: the store's) is recorded as the proposer's real identity.
         """
         who = proposer if proposer is not None else f"policy:{proposal.policy}"
         _check_who(who)
+        actor = self._actor(actor)
         pid = proposal.id
         now = format_sortable(self._clock())
         with self._write() as conn:
@@ -148,14 +278,15 @@ class Store:
             if row is not None:
                 return self._stored(row), False
             conn.execute(
-                "INSERT INTO proposals (id, body, kind, policy, proposer, state, created_at, expires_at,"
-                " submitted_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO proposals (id, body, kind, policy, proposer, proposer_actor, state, created_at,"
+                " expires_at, submitted_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     pid,
                     proposal.canonical_json().decode("utf-8"),
                     proposal.kind,
                     proposal.policy,
                     who,
+                    actor,
                     PENDING,
                     format_sortable(proposal.created_at),
                     format_sortable(proposal.expires_at),
@@ -164,20 +295,35 @@ class Store:
                 ),
             )
             self._append_audit(
-                at=now, who=who, proposal_id=pid, from_state=None, to_state=PENDING, detail="submitted"
+                at=now,
+                who=who,
+                actor=actor,
+                proposal_id=pid,
+                from_state=None,
+                to_state=PENDING,
+                detail="submitted",
             )
-        log.info("proposal %s submitted by %s", pid[:12], who)
+        log.info("proposal %s submitted by %s [%s]", pid[:12], who, actor)
         return self.get(pid), True
 
     def transition(
-        self, proposal_id: str, to_state: str, who: str, detail: str = "", guard: Guard | None = None
+        self,
+        proposal_id: str,
+        to_state: str,
+        who: str,
+        detail: str = "",
+        guard: Guard | None = None,
+        *,
+        actor: str | None = None,
     ) -> StoredProposal:
-        """Move a proposal to `to_state` and append the audit entry, in one transaction.
+        """Move a proposal to `to_state` and append the audit entry (with `actor`, default the store's), in
+        one transaction.
 
         Raises IllegalTransitionError or ProposalExpiredError (nothing written), UnknownProposalError, or
         the guard's RefusedError (a `refused` audit entry is written, the state is unchanged).
         """
         _check_who(who)
+        actor = self._actor(actor)
         refusal: RefusedError | None = None
         moment = self._clock()
         now = format_sortable(moment)
@@ -200,6 +346,7 @@ class Store:
                 self._append_audit(
                     at=now,
                     who=who,
+                    actor=actor,
                     proposal_id=proposal_id,
                     from_state=stored.state,
                     to_state=stored.state,
@@ -214,6 +361,7 @@ class Store:
                 self._append_audit(
                     at=now,
                     who=who,
+                    actor=actor,
                     proposal_id=proposal_id,
                     from_state=stored.state,
                     to_state=to_state,
@@ -229,10 +377,10 @@ class Store:
         """Move every pending or approved proposal whose `expires_at` has passed to `expired`; their ids."""
         moment = now if now is not None else self._clock()
         marks = ", ".join("?" for _ in EXPIRABLE)
-        rows = self._conn.execute(
+        rows = self._rows(
             f"SELECT id FROM proposals WHERE state IN ({marks}) AND expires_at <= ? ORDER BY expires_at",
             (*sorted(EXPIRABLE), format_sortable(moment)),
-        ).fetchall()
+        )
         expired: list[str] = []
         for (pid,) in rows:
             with self._write() as conn:
@@ -247,6 +395,7 @@ class Store:
                 self._append_audit(
                     at=stamp,
                     who=who,
+                    actor=self.actor,
                     proposal_id=pid,
                     from_state=state,
                     to_state=EXPIRED,
@@ -275,6 +424,7 @@ class Store:
         *,
         at: str,
         who: str,
+        actor: str,
         proposal_id: str,
         from_state: str | None,
         to_state: str,
@@ -282,10 +432,16 @@ class Store:
         result: str = OK,
     ) -> None:
         self._conn.execute(
-            "INSERT INTO audit (at, who, proposal_id, from_state, to_state, result, detail)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (at, who, proposal_id, from_state, to_state, result, detail),
+            "INSERT INTO audit (at, who, actor, proposal_id, from_state, to_state, result, detail)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (at, who, actor, proposal_id, from_state, to_state, result, detail),
         )
+
+    def _actor(self, actor: str | None) -> str:
+        text = self.actor if actor is None else actor
+        if not text.isprintable() or len(text) > 300:
+            raise ValueError(f"`actor` must be printable text of at most 300 characters, got {text!r}")
+        return text
 
     # --- reads --------------------------------------------------------------------------------------
 
@@ -298,9 +454,9 @@ class Store:
         text = prefix.strip().lower()
         if not _HEX_PREFIX.fullmatch(text):
             raise UnknownProposalError(f"{prefix!r} is not a proposal id (hex digits)")
-        rows = self._conn.execute(
+        rows = self._rows(
             "SELECT id FROM proposals WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 3", (len(text), text)
-        ).fetchall()
+        )
         if not rows:
             raise UnknownProposalError(f"no proposal with id {text}")
         if len(rows) > 1:
@@ -316,7 +472,7 @@ class Store:
             raise ValueError(f"unknown state {state!r}; states are {', '.join(STATES)}")
         query = f"SELECT {_PROPOSAL_COLUMNS} FROM proposals"
         query += " WHERE state = ?" if state is not None else ""
-        rows = self._conn.execute(query + " ORDER BY submitted_at, id", (state,) if state else ()).fetchall()
+        rows = self._rows(query + " ORDER BY submitted_at, id", (state,) if state else ())
         return [self._stored(row) for row in rows]
 
     def list_kind(self, kind: str, states: Iterable[str] | None = None) -> list[StoredProposal]:
@@ -330,7 +486,7 @@ class Store:
                 raise ValueError(f"unknown states {unknown!r}; states are {', '.join(STATES)}")
             query += f" AND state IN ({', '.join('?' for _ in wanted)})"
             params += wanted
-        rows = self._conn.execute(query + " ORDER BY submitted_at, id", params).fetchall()
+        rows = self._rows(query + " ORDER BY submitted_at, id", params)
         return [self._stored(row) for row in rows]
 
     def in_flight(self) -> list[StoredProposal]:
@@ -340,7 +496,7 @@ class Store:
     def counts(self) -> dict[str, int]:
         """Number of proposals in each state (every state present, zero included)."""
         counts = dict.fromkeys(STATES, 0)
-        for state, count in self._conn.execute("SELECT state, count(*) FROM proposals GROUP BY state"):
+        for state, count in self._rows("SELECT state, count(*) FROM proposals GROUP BY state"):
             counts[str(state)] = int(count)
         return counts
 
@@ -348,12 +504,12 @@ class Store:
         """Proposals approved at or after `since` that are now in one of `states`."""
         wanted = sorted(set(states))
         marks = ", ".join("?" for _ in wanted)
-        rows = self._conn.execute(
+        rows = self._rows(
             f"SELECT {_PROPOSAL_COLUMNS} FROM proposals WHERE state IN ({marks}) AND id IN"
             " (SELECT proposal_id FROM audit WHERE to_state = ? AND result = ? AND at >= ?)"
             " ORDER BY submitted_at, id",
             (*wanted, APPROVED, OK, format_sortable(since)),
-        ).fetchall()
+        )
         return [self._stored(row) for row in rows]
 
     def audit(self, proposal_id: str | None = None) -> list[AuditEntry]:
@@ -363,26 +519,25 @@ class Store:
         if proposal_id is not None:
             query += " WHERE proposal_id = ?"
             params = (proposal_id,)
-        return [_audit_entry(row) for row in self._conn.execute(query + " ORDER BY seq", params)]
+        return [_audit_entry(row) for row in self._rows(query + " ORDER BY seq", params)]
 
     def steps(self, proposal_id: str) -> list[StepRecord]:
         """The apply-step records of one proposal, in order."""
-        rows = self._conn.execute(
+        rows = self._rows(
             "SELECT seq, proposal_id, at, step, detail FROM steps WHERE proposal_id = ? ORDER BY seq",
             (proposal_id,),
         )
         return [StepRecord(int(r[0]), str(r[1]), parse_rfc3339(r[2]), str(r[3]), str(r[4])) for r in rows]
 
     def _get_row(self, proposal_id: str) -> StoredProposal:
-        row = self._conn.execute(
-            f"SELECT {_PROPOSAL_COLUMNS} FROM proposals WHERE id = ?", (proposal_id,)
-        ).fetchone()
+        rows = self._rows(f"SELECT {_PROPOSAL_COLUMNS} FROM proposals WHERE id = ?", (proposal_id,))
+        row = rows[0] if rows else None
         if row is None:
             raise UnknownProposalError(f"no proposal with id {proposal_id}")
         return self._stored(row)
 
-    def _stored(self, row: tuple[str, str, str, str, str, str]) -> StoredProposal:
-        pid, body, state, proposer, submitted_at, updated_at = row
+    def _stored(self, row: tuple[str, str, str, str, str, str, str]) -> StoredProposal:
+        pid, body, state, proposer, submitted_at, updated_at, proposer_actor = row
         if hashlib.sha256(body.encode("utf-8")).hexdigest() != pid:
             raise StoreError(f"{self.path}: proposal {pid[:12]} does not match its id (altered or corrupt)")
         return StoredProposal(
@@ -392,12 +547,34 @@ class Store:
             proposer=proposer,
             submitted_at=parse_rfc3339(submitted_at),
             updated_at=parse_rfc3339(updated_at),
+            proposer_actor=proposer_actor,
         )
 
 
-def _audit_entry(row: tuple[int, str, str, str, str | None, str, str, str]) -> AuditEntry:
-    seq, at, who, pid, from_state, to_state, result, detail = row
-    return AuditEntry(int(seq), parse_rfc3339(at), who, pid, from_state, to_state, result, detail)
+def _audit_entry(row: tuple[int, str, str, str, str | None, str, str, str, str]) -> AuditEntry:
+    seq, at, who, pid, from_state, to_state, result, detail, actor = row
+    return AuditEntry(int(seq), parse_rfc3339(at), who, pid, from_state, to_state, result, detail, actor)
+
+
+_RESTORE = (
+    "; nothing was read or changed. Keep the file for inspection and restore the latest backup"
+    " (`ibpool proposals backup`, docs/approvals.md)"
+)
+
+
+def _fsync_directory(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _failure(path: Path, what: str, exc: sqlite3.Error) -> StoreError:
+    """A StoreError for an SQLite failure; StoreDamagedError when SQLite reports a damaged file."""
+    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+        return StoreDamagedError(f"{path}: {what}: the file is damaged ({exc}){_RESTORE}")
+    return StoreError(f"{path}: {what}: {exc}")
 
 
 def _check_who(who: str) -> None:

@@ -12,6 +12,10 @@ first, so points reach the server in the order they were collected.
 - retry: the batch goes back in front (into the spill when there is one) and memory follows it to disk;
   on the first failure after a success, the batches acknowledged in the replay window go in front of it
   (the server may have lost them: `replay`).
+- a spill write that fails (a full disk, an I/O error) leaves nothing behind (`SpillQueue.append` is all
+  or nothing); the buffer then keeps to memory only (`spill_disabled`, counted in `spill_errors`) and
+  tries the disk again after `spill_retry_seconds`, doubling up to `spill_retry_max_seconds` while it keeps
+  failing. What the spill already holds is still sent first.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ log = logging.getLogger(__name__)
 
 BUFFER_DROP_REASONS = ("buffer_full", "rejected", "shutdown")
 _OLD = float("-inf")  # enqueue time of a chunk put back: due at once
+SPILL_RETRY_SECONDS = 5.0
+SPILL_RETRY_MAX_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,8 @@ class BufferState:
     dropped: dict[str, int]
     down: bool
     replayed: int
+    spill_disabled: bool = False
+    spill_errors: int = 0
 
 
 def coalesce(chunks: Sequence[Chunk], batch_size: int) -> list[tuple[bytes, int]]:
@@ -82,10 +90,18 @@ class PushBuffer:
         spill: SpillQueue | None = None,
         clock: Callable[[], float] = time.monotonic,
         replay: ReplayWindow | None = None,
+        *,
+        spill_retry_seconds: float = SPILL_RETRY_SECONDS,
+        spill_retry_max_seconds: float = SPILL_RETRY_MAX_SECONDS,
     ) -> None:
         self.batch_size = batch_size
         self.max_points = max_points
         self._spill = spill
+        self._spill_retry = spill_retry_seconds
+        self._spill_retry_max = spill_retry_max_seconds
+        self._spill_wait = 0.0  # the current wait after a failure; 0 while the spill works
+        self._spill_retry_at: float | None = None  # memory only until then
+        self.spill_errors = 0
         self._replay = replay
         self.replayed = 0
         self._clock = clock
@@ -108,7 +124,8 @@ class PushBuffer:
             if self._closed:
                 self.dropped["shutdown"] += sum(c.points for c in chunks)
                 return
-            if self._down and self._spill is not None and self._to_spill(chunks):
+            # Memory goes first (it is older: it may hold what came while the spill could not be used).
+            if self._down and self._can_spill() and self._memory_to_spill() and self._to_spill(chunks):
                 self._cond.notify_all()
                 return
             now = self._clock()
@@ -120,7 +137,7 @@ class PushBuffer:
             self._cond.notify_all()
 
     def _overflow(self) -> None:
-        if self._spill is not None and self._memory_to_spill():
+        if self._can_spill() and self._memory_to_spill():
             return
         while self._memory_points > self.max_points and self._memory:
             chunk, _ = self._memory.popleft()
@@ -139,9 +156,28 @@ class PushBuffer:
         try:
             self._spill.append(coalesce(chunks, self.batch_size))
         except OSError as exc:
-            log.error("cannot spill %d points to disk: %s", sum(c.points for c in chunks), exc)
+            self._spill_failed(f"cannot spill {sum(c.points for c in chunks)} points to disk", exc)
             return False
+        self._spill_worked()
         return True
+
+    def _can_spill(self) -> bool:
+        """Whether writes may go to the spill: there is one, and it is not resting after a failure."""
+        if self._spill is None:
+            return False
+        return self._spill_retry_at is None or self._clock() >= self._spill_retry_at
+
+    def _spill_failed(self, what: str, exc: OSError) -> None:
+        self.spill_errors += 1
+        self._spill_wait = min(self._spill_retry_max, max(self._spill_retry, 2 * self._spill_wait))
+        self._spill_retry_at = self._clock() + self._spill_wait
+        log.error("%s: %s; keeping points in memory only, next try in %.0f s", what, exc, self._spill_wait)
+
+    def _spill_worked(self) -> None:
+        if self._spill_retry_at is not None:
+            log.info("spilling to disk works again")
+        self._spill_wait = 0.0
+        self._spill_retry_at = None
 
     # --- sender side ---------------------------------------------------------------------------------
 
@@ -219,12 +255,12 @@ class PushBuffer:
             if batch.spill_key is not None:
                 assert self._spill is not None
                 self._spill.release(batch.spill_key)
-            elif not (self._spill is not None and self._push_front(batch)):
+            elif not (self._can_spill() and self._push_front(batch)):
                 self._memory.extendleft((c, _OLD) for c in reversed(batch.chunks))
                 self._memory_points += batch.points
             if was_up and self._replay is not None:
                 self._replay_in_front(self._replay.take())
-            if self._spill is not None:
+            if self._can_spill():
                 self._memory_to_spill()
             if self._memory_points > self.max_points:
                 self._overflow()
@@ -232,7 +268,7 @@ class PushBuffer:
 
     def _replay_in_front(self, batches: list[tuple[bytes, int]]) -> None:
         for payload, points in reversed(batches):
-            if self._spill is not None:
+            if self._spill is not None and self._can_spill():
                 if self._spill.bytes + len(payload) + 64 > self._spill.max_bytes:
                     return  # already written once: not worth evicting unwritten points for
                 if not self._push_front(Batch(payload, points)):
@@ -249,8 +285,9 @@ class PushBuffer:
         try:
             self._spill.push_front(batch.payload, batch.points)
         except OSError as exc:
-            log.error("cannot put %d points back into the spill: %s", batch.points, exc)
+            self._spill_failed(f"cannot put {batch.points} points back into the spill", exc)
             return False
+        self._spill_worked()
         return True
 
     # --- control -------------------------------------------------------------------------------------
@@ -295,6 +332,8 @@ class PushBuffer:
                 dropped,
                 self._down,
                 self.replayed,
+                self._spill is not None and not self._can_spill(),
+                self.spill_errors,
             )
 
     def close(self) -> None:

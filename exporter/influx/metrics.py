@@ -19,6 +19,8 @@ from exporter.catalog import (
     INFLUX_POINTS_WRITTEN,
     INFLUX_SPILL_BYTES,
     INFLUX_SPILL_CORRUPT_RECORDS,
+    INFLUX_SPILL_DISABLED,
+    INFLUX_SPILL_ERRORS,
     INFLUX_SPILL_POINTS,
 )
 from exporter.influx.buffer import BUFFER_DROP_REASONS, BufferState
@@ -85,6 +87,8 @@ def push_families(counts: PushCounts, state: BufferState) -> list[MetricFamily]:
         (INFLUX_BUFFER_POINTS, state.memory_points),
         (INFLUX_SPILL_POINTS, state.spill_points),
         (INFLUX_SPILL_BYTES, state.spill_bytes),
+        (INFLUX_SPILL_DISABLED, int(state.spill_disabled)),
+        (INFLUX_SPILL_ERRORS, state.spill_errors),
     ):
         family = MetricFamily(spec)
         family.add((), value)

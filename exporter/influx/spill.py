@@ -4,7 +4,10 @@ Files: `NNNN.seg` segments in sequence order (a record put back at the front goe
 numbered just below the head), `cursor` (`seq offset` lines: how much of a segment the server has taken)
 and `lock` (flock'd, so two exporters never share the directory).
 
-- append: records go to the tail segment (a new one once it passes `segment_bytes`), then one fsync.
+- append: records go to the tail segment (a new one once it passes `segment_bytes`), then one fsync. It is
+  all or nothing: when a write, a new segment or the fsync fails (a full disk), everything this append
+  wrote is undone (segments it created are deleted, the tail is cut back) and the OSError is raised, so
+  a failed attempt leaves no file and no record behind.
 - budget: when the files would pass `max_bytes`, whole segments are deleted oldest first and their points
   counted in `dropped["spill_budget"]`.
 - crash safety: at open every segment is scanned; a record cut off by a crash (or a bad header) ends its
@@ -20,6 +23,7 @@ Not thread-safe: `PushBuffer` calls it under its lock.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import logging
 import os
@@ -60,6 +64,16 @@ class SpillRecord:
     key: SpillKey
     payload: bytes
     points: int
+
+
+@dataclass(frozen=True)
+class _Mark:
+    """The queue's tail before an append, so that a failed append can be undone."""
+
+    next_seq: int
+    tail_seq: int | None
+    tail_size: int
+    tail_records: int
 
 
 @dataclass
@@ -169,18 +183,49 @@ class SpillQueue:
     # --- writing -------------------------------------------------------------------------------------
 
     def append(self, records: Sequence[tuple[bytes, int]]) -> None:
-        """Add records at the tail and fsync them; drops the oldest segments to stay within the budget."""
-        wrote = False
-        for payload, points in records:
-            blob = encode_record(payload, points)
-            if not self._make_room(len(blob)):
-                self.dropped["spill_budget"] += points
-                continue
-            fd = self._tail(len(blob))
-            self._write(self._segments[-1], fd, blob, points)
-            wrote = True
-        if wrote and self._tail_fd is not None:
-            os.fsync(self._tail_fd)
+        """Add records at the tail and fsync them; drops the oldest segments to stay within the budget.
+
+        All or nothing: on an OSError what this call wrote is undone before it is raised."""
+        mark = self._mark()
+        try:
+            wrote = False
+            for payload, points in records:
+                blob = encode_record(payload, points)
+                if not self._make_room(len(blob)):
+                    self.dropped["spill_budget"] += points
+                    continue
+                fd = self._tail(len(blob))
+                self._write(self._segments[-1], fd, blob, points)
+                wrote = True
+            if wrote and self._tail_fd is not None:
+                os.fsync(self._tail_fd)
+        except OSError:
+            self._undo(mark)
+            raise
+
+    def _mark(self) -> _Mark:
+        tail = self._segments[-1] if self._tail_fd is not None and self._segments else None
+        if tail is None:
+            return _Mark(self._next_seq, None, 0, 0)
+        return _Mark(self._next_seq, tail.seq, tail.size, len(tail.records))
+
+    def _undo(self, mark: _Mark) -> None:
+        """Remove what was appended since `mark`: new segments go, the old tail is cut back and closed."""
+        self._close_tail()
+        for seg in [s for s in self._segments if s.seq >= mark.next_seq]:
+            self._segments.remove(seg)
+            self._forget(seg)
+        for seg in self._segments:
+            if seg.seq == mark.tail_seq:  # cut back even when nothing was counted: a write may be partial
+                while len(seg.records) > mark.tail_records:
+                    self.points -= seg.records.pop().points
+                self.bytes -= seg.size - mark.tail_size
+                seg.size = mark.tail_size
+                try:
+                    os.truncate(seg.path, seg.size)
+                except OSError as exc:  # the bytes past seg.size are ignored until the segment is read
+                    log.warning("cannot cut back spill segment %s: %s", seg.path.name, exc.strerror or exc)
+        self._save_cursor()
 
     def push_front(self, payload: bytes, points: int) -> None:
         """Put one record back in front of everything (a batch whose write failed); fsync'd."""
@@ -195,14 +240,19 @@ class SpillQueue:
         path = self.directory / segment_name(seq)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            os.write(fd, blob)
+            if os.write(fd, blob) != len(blob):
+                raise OSError(errno.ENOSPC, f"short write to spill segment {path.name}")
             os.fsync(fd)
         except OSError:
             path.unlink(missing_ok=True)
             raise
         finally:
             os.close(fd)
-        self._fsync_directory()
+        try:
+            self._fsync_directory()
+        except OSError:
+            path.unlink(missing_ok=True)
+            raise
         self._segments.appendleft(_Segment(seq, path, deque([RecordRef(0, len(payload), points)]), len(blob)))
         self.points += points
         self.bytes += len(blob)
@@ -225,21 +275,15 @@ class SpillQueue:
         seq, self._next_seq = self._next_seq, self._next_seq + 1
         path = self.directory / segment_name(seq)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        self._fsync_directory()
         self._segments.append(_Segment(seq, path, deque(), 0))
-        self._tail_fd = fd
+        self._tail_fd = fd  # from here on, a failure is undone with the segment
+        self._fsync_directory()
         return fd
 
     def _write(self, seg: _Segment, fd: int, blob: bytes, points: int) -> None:
-        try:
-            if os.pwrite(fd, blob, seg.size) != len(blob):
-                raise OSError("short write to a spill segment")
-        except OSError:
-            try:  # leave no half record behind; the next append starts a new segment
-                os.ftruncate(fd, seg.size)
-            finally:
-                self._close_tail()
-            raise
+        written = os.pwrite(fd, blob, seg.size)
+        if written != len(blob):  # a full disk may take part of a record; `_undo` cuts it off
+            raise OSError(errno.ENOSPC, f"short write to spill segment {seg.path.name}")
         seg.records.append(RecordRef(seg.size, len(blob) - HEADER.size, points))
         seg.size += len(blob)
         self.bytes += len(blob)
@@ -322,12 +366,20 @@ class SpillQueue:
         seg = self._segments.popleft()
         if self._tail_fd is not None and not self._segments:
             self._close_tail()
+        self._forget(seg)
+        self._save_cursor()
+
+    def _forget(self, seg: _Segment) -> None:
+        """Delete a segment taken out of the queue, with its points and bytes."""
         self.points -= sum(r.points for r in seg.records)
         self.bytes -= seg.size
         if seg.fd is not None:
             os.close(seg.fd)
-        seg.path.unlink(missing_ok=True)
-        self._save_cursor()
+            seg.fd = None
+        try:
+            seg.path.unlink(missing_ok=True)
+        except OSError as exc:
+            log.warning("cannot delete spill segment %s: %s", seg.path.name, exc.strerror or exc)
 
     # --- bookkeeping ---------------------------------------------------------------------------------
 

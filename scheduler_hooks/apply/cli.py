@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import getpass
 import json
 import os
 import sys
@@ -20,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from foundation.identity import os_actor
 from foundation.logs import configure_logging
 from proposals.approval import check_person
 from proposals.cli import db_path
@@ -49,7 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--db", type=Path, help="proposal store (default $IBPOOL_DB, else /var/lib/ibpool/ibpool.db)"
     )
-    p.add_argument("--by", help="who applies (recorded in the audit log; default: the login name)")
+    p.add_argument(
+        "--by", help="display name of who applies (default: the login name; the OS identity is recorded too)"
+    )
     p.add_argument("--recover", action="store_true", help="complete or roll back interrupted applies")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"))
@@ -65,14 +67,21 @@ def main(argv: Sequence[str]) -> int:
     configure_logging(args.log_level)
     if args.id is None and not args.recover:
         return _fail("give a proposal id (or --recover)", USAGE)
+    problems: list[str] = []
+    who = args.by or os_actor().name
     try:
-        who = args.by or os.environ.get("SUDO_USER") or getpass.getuser()
         check_person(who)
+    except ValueError as exc:
+        problems.append(f"--by: {exc}")
+    try:
         config = load_apply_config(_config_path(args.config))
-        store = Store(db_path(args.db), create=False)
     except HookConfigError as exc:
-        return _problems(exc.problems)
-    except (ValueError, StoreError) as exc:
+        problems += exc.problems
+    if problems:
+        return _problems(problems)
+    try:
+        store = Store(db_path(args.db), create=False)
+    except StoreError as exc:
         return _fail(str(exc), USAGE)
     try:
         with store, _sides(config) as sides:

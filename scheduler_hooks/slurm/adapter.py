@@ -34,7 +34,7 @@ from scheduler_hooks.slurm.slurmconf import SlurmConfFile, partition_nodes
 
 log = logging.getLogger(__name__)
 
-_PROPOSAL = re.compile(r"^[A-Za-z0-9_.:-]{0,128}$")
+_PROPOSAL = re.compile(r"[A-Za-z0-9_.:-]{0,128}")  # fullmatch
 REASON_PREFIX = "ibpool move"
 
 
@@ -137,7 +137,7 @@ class SlurmAdapter:
         SlurmDrainDeadlineError (jobs outlived the deadline; nodes resumed, nothing else changed) or
         SlurmApplyFailedError (undone; RecoveryFailedError if the undo failed too).
         """
-        if not _PROPOSAL.match(proposal):
+        if not _PROPOSAL.fullmatch(proposal):
             raise ChangeRejectedError([f"proposal id {proposal!r}: letters, digits and _.:- only"])
         partitions, nodes = self.live.partitions(), self.live.nodes()
         problems = self._problems(changes, partitions, nodes)

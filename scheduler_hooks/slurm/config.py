@@ -34,7 +34,7 @@ class SlurmConfig:
     allow_empty_partitions: bool = False
 
     def __post_init__(self) -> None:
-        problems = _problems(self)
+        problems = _problems({f.name: getattr(self, f.name) for f in fields(self)})
         if problems:
             raise HookConfigError(problems)
 
@@ -69,24 +69,27 @@ class SlurmConfig:
                 problems.append(f"{where}.{key}: must be a number of seconds, got {value!r}")
             else:
                 values[key] = value
+        # The values that have the right type are checked too, whatever else is wrong: one run shows all.
+        problems += [f"{where}.{problem}" for problem in _problems(values)]
         if problems:
             raise HookConfigError(problems)
-        try:
-            return cls(**values)  # type: ignore[arg-type]
-        except HookConfigError as exc:
-            raise HookConfigError([f"{where}.{problem}" for problem in exc.problems]) from None
+        return cls(**values)  # type: ignore[arg-type]
 
 
-def _problems(config: SlurmConfig) -> list[str]:
+def _problems(values: Mapping[str, object]) -> list[str]:
+    """The problems of the settings present in `values` (each already of its field's type)."""
     problems: list[str] = []
-    if not str(config.slurm_conf) or not config.slurm_conf.is_absolute():
-        problems.append(f"slurm_conf: must be an absolute path, got {str(config.slurm_conf)!r}")
-    if config.bin_dir is not None and not config.bin_dir.is_absolute():
-        problems.append(f"bin_dir: must be an absolute path, got {str(config.bin_dir)!r}")
-    if not config.backup_suffix or "/" in config.backup_suffix:
-        problems.append(f"backup_suffix: must be a non-empty file-name suffix, got {config.backup_suffix!r}")
+    for key in _PATHS:
+        path = values.get(key)
+        if isinstance(path, Path) and (not str(path) or not path.is_absolute()):
+            problems.append(f"{key}: must be an absolute path, got {str(path)!r}")
+    suffix = values.get("backup_suffix")
+    if suffix is not None and (not isinstance(suffix, str) or not suffix or "/" in suffix):
+        problems.append(f"backup_suffix: must be a non-empty file-name suffix, got {suffix!r}")
     for key in _SECONDS:
-        value = getattr(config, key)
+        value = values.get(key)
+        if not isinstance(value, int | float):
+            continue
         if key == "drain_deadline_seconds":
             if not math.isfinite(value) or value < 0:
                 problems.append(f"{key}: must be a number of seconds >= 0 (0: do not wait), got {value!r}")

@@ -19,14 +19,15 @@ from scheduler_hooks.slurm.parse import (
 
 log = logging.getLogger(__name__)
 
-PARTITION_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$")
-NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-REASON = re.compile(r"^[A-Za-z0-9_.:@ -]{1,200}$")
+# Whole-string patterns: always `fullmatch` (`match` with `$` lets a trailing newline through).
+PARTITION_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
+NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+REASON = re.compile(r"[A-Za-z0-9_.:@ -]{1,200}")
 
 
 def _checked(names: Iterable[str], pattern: re.Pattern[str], what: str) -> list[str]:
     names = list(names)
-    bad = [name for name in names if not pattern.match(name)]
+    bad = [name for name in names if not pattern.fullmatch(name)]
     if bad:
         raise CommandFailedError(f"refused to pass {what} {bad} to scontrol")
     return names

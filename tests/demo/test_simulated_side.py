@@ -52,8 +52,8 @@ def _approved(store: Store, kind: str, changes: list[tuple[str, str, str]]) -> s
         expires_at=now + timedelta(hours=1),
         policy="test",
     )
-    stored, _ = store.submit(proposal)
-    approval.approve(store, stored.id, "bob")
+    stored, _ = store.submit(proposal, actor="unix:recommender")
+    approval.approve(store, stored.id, "bob", actor="unix:bob")
     return stored.id
 
 

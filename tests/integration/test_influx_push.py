@@ -6,7 +6,11 @@ are known: the server must hold exactly those, no gaps, no duplicates, whatever 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +21,7 @@ from exporter.influx.pusher import InfluxPusher
 from exporter.influx.settings import PushSettings
 from exporter.influx.writer import InfluxWriter, WriteResult
 from exporter.wiring import build_node
+from foundation.exposition import render
 from foundation.registry import Registry
 from simulator.backends import victoria_metrics
 from simulator.backends.victoria_metrics import VICTORIA_METRICS, Samples, VictoriaMetrics
@@ -205,3 +210,50 @@ def test_the_simulated_node_is_pushed_at_the_push_interval(tmp_path: Path) -> No
     assert {"ibpool_gpu_utilization_ratio", "ibpool_infiniband_port_data_transmitted_bytes_total"} <= {
         dict(labels)["__name__"] for labels in samples
     }
+
+
+@pytest.fixture
+def full_disk() -> Iterator[Path]:
+    """A 64 KiB tmpfs for the spill (needs root)."""
+    if os.getuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    path = Path(tempfile.mkdtemp(prefix="ibpool-spill-full-"))
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(path)], check=False).returncode:
+        path.rmdir()
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "--lazy", str(path)], check=True)
+        path.rmdir()
+
+
+def test_a_full_spill_disk_keeps_points_in_memory_and_leaves_no_empty_segments(full_disk: Path) -> None:
+    source = SyntheticCollector(ports=4)
+    base = first_stamp_ns()
+    with victoria_metrics.running() as vm:
+        vm.stop()
+        settings = settings_for(vm, full_disk, buffer_points=600, replay_seconds=0.0)
+        pusher = InfluxPusher(settings, source.collect)
+        pusher.start(sample=False)
+        collect(pusher, base, range(400))  # 2400 points while the server is down: far more than 64 KiB
+        assert wait_for(lambda: pusher.buffer.state().dropped["buffer_full"] > 0, 30.0)  # memory is full
+        state = pusher.buffer.state()
+        files = {p.name: p.stat().st_size for p in full_disk.glob("*.seg")}
+        assert files and 0 not in files.values() and sum(files.values()) == state.spill_bytes
+        assert 0 < state.memory_points <= 600
+        assert state.spill_disabled and state.spill_errors >= 1
+        metrics = render(pusher.collector.collect())
+        assert "ibpool_influx_spill_disabled 1" in metrics
+        vm.start()
+        assert pusher.buffer.wait_idle(60.0)
+        pusher.close()
+        vm.flush()
+        samples = vm.samples(MATCH)
+    written = pusher.stats.snapshot().written
+    dropped = pusher.buffer.state().dropped
+    assert written + dropped["buffer_full"] == 400 * source.series
+    assert {reason for reason, points in dropped.items() if points} == {"buffer_full"}
+    assert sum(len(points) for points in samples.values()) == written  # each point once
+    assert len({len(points) for points in samples.values()}) == 1  # whole collections kept or dropped
+    assert list(full_disk.glob("*.seg")) == []

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
+from foundation.identity import Actor
 from proposals.model import Proposal, from_dict
 from proposals.store import Store
 from proposals.targets import node_sort_key
@@ -73,6 +77,14 @@ def _natural(name: str) -> tuple[object, ...]:
 def proposal(doc: dict[str, Any] | None = None) -> Proposal:
     """A Proposal from a document (the default set_vl_weights one)."""
     return from_dict(doc if doc is not None else vl_weights_doc())
+
+
+@contextmanager
+def logged_in(name: str) -> Iterator[None]:
+    """In-process `ibpool proposals` commands run as the OS account `name` meanwhile (commands run as
+    real, different accounts in tests/proposals/test_four_eyes.py)."""
+    with mock.patch("proposals.cli.os_actor", lambda: Actor("unix", name)):
+        yield
 
 
 def open_store(path: Path, clock: FakeClock | None = None) -> Store:

@@ -38,8 +38,12 @@ def store(tmp_path: Path, clock: FakeClock) -> Store:
     return open_store(tmp_path / "p.db", clock)
 
 
+PROPOSER_ACCOUNT = "unix:ibpool-recommender"
+"""The proposer's real identity: not the account these tests run as, which approves."""
+
+
 def submit(store: Store, doc: dict[str, Any], by: str | None = None) -> str:
-    return store.submit(proposal(doc), by)[0].id
+    return store.submit(proposal(doc), by, actor=PROPOSER_ACCOUNT)[0].id
 
 
 def vlarb(before: str, after: str, target: str = "opensm.vlarb_low", **extra: Any) -> dict[str, Any]:

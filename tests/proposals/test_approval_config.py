@@ -107,3 +107,20 @@ def test_single_errors(tmp_path: Path, text: str, problem: str) -> None:
 def test_unreadable_file(tmp_path: Path) -> None:
     with pytest.raises(ApprovalConfigError, match="cannot read"):
         load_approval_config(tmp_path / "missing.yaml")
+
+
+def test_an_unknown_or_missing_key_does_not_hide_the_value_errors(tmp_path: Path) -> None:
+    path = tmp_path / "approval.yaml"
+    path.write_text(
+        "name: n\nauto_approve:\n  move_nodes: {max_nodes: -1, extra: 2}\n"
+        "  set_port_group: {allowed_sls: [99], typo: 1}\n"
+    )
+    with pytest.raises(ApprovalConfigError) as err:
+        load_approval_config(path)
+    assert err.value.problems == [
+        f"{path}: auto_approve.move_nodes.extra: unknown key",
+        f"{path}: auto_approve.move_nodes.max_nodes: must be an integer >= 1, got -1",
+        f"{path}: auto_approve.set_port_group.typo: unknown key",
+        f"{path}: auto_approve.set_port_group.allowed_sls: must be a non-empty list of service levels 0-15, "
+        "got [99]",
+    ]

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from foundation.identity import Actor
+from proposals import cli
 from proposals.cli import DEFAULT_DB, db_path, main
 from tests.proposals.factory import move_doc, vl_weights_doc
 
@@ -32,7 +34,15 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_review_flow(tmp_path: Path, db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def login(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """The next commands run as the OS account `name` (tests/proposals/test_identity.py runs real ones)."""
+    monkeypatch.setattr(cli, "os_actor", lambda: Actor("unix", name))
+
+
+def test_review_flow(
+    tmp_path: Path, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    login(monkeypatch, "carol")
     weights = write(tmp_path, vl_weights_doc(**FUTURE))
     code, out, _ = run(capsys, "submit", str(weights), "--by", "carol", "--db", str(db))
     assert code == 0
@@ -62,6 +72,7 @@ def test_review_flow(tmp_path: Path, db: Path, capsys: pytest.CaptureFixture[str
     code, _, err = run(capsys, "approve", pid[:10], "--by", "carol", "--db", str(db))
     assert code == 1
     assert "refused" in err and "the approver must not be the proposer" in err
+    login(monkeypatch, "alice")
     code, out, _ = run(capsys, "approve", pid[:10], "--by", "alice", "--db", str(db))
     assert (code, out.split()) == (0, [pid, "approved"])
     code, _, err = run(capsys, "approve", pid, "--by", "bob", "--db", str(db))
@@ -74,10 +85,11 @@ def test_review_flow(tmp_path: Path, db: Path, capsys: pytest.CaptureFixture[str
     shown = json.loads(out)
     assert (shown["id"], shown["state"], shown["proposer"]) == (pid, "approved", "carol")
     assert shown["proposal"]["changes"][0]["after"] == "0:48,1:32"
-    assert [(a["who"], a["from_state"], a["to_state"], a["result"]) for a in shown["audit"]] == [
-        ("carol", None, "pending", "ok"),
-        ("carol", "pending", "pending", "refused"),
-        ("alice", "pending", "approved", "ok"),
+    assert shown["proposer_actor"] == "unix:carol"
+    assert [(a["who"], a["actor"], a["from_state"], a["to_state"], a["result"]) for a in shown["audit"]] == [
+        ("carol", "unix:carol", None, "pending", "ok"),
+        ("carol", "unix:carol", "pending", "pending", "refused"),
+        ("alice", "unix:alice", "pending", "approved", "ok"),
     ]
     assert shown["steps"] == []
 
@@ -86,7 +98,7 @@ def test_review_flow(tmp_path: Path, db: Path, capsys: pytest.CaptureFixture[str
 
     code, out, _ = run(capsys, "audit", "--db", str(db))
     assert len(out.splitlines()) == 5
-    assert out.splitlines()[-1].endswith("alice  pending -> rejected  ok  not now")
+    assert out.splitlines()[-1].endswith("alice [unix:alice]  pending -> rejected  ok  not now")
     code, out, _ = run(capsys, "audit", other[:8], "--json", "--db", str(db))
     assert [a["to_state"] for a in json.loads(out)] == ["pending", "rejected"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import yaml
 
@@ -11,12 +12,14 @@ from proposals import approval_config
 from proposals.approval_config import parse_approval_config
 from proposals.model import from_json
 
+REPO = Path(__file__).resolve().parents[2]
 
-def test_proposal_example_in_package_docstring_is_valid() -> None:
-    doc = proposals.__doc__ or ""
-    start = doc.index("Example file::") + len("Example file::")
-    example = textwrap.dedent(doc[start : doc.index("`evidence` may be")])
+
+def test_proposal_example_in_the_docs_is_valid() -> None:
+    doc = (REPO / "docs" / "proposals.md").read_text()
+    example = doc[doc.index("```json\n") + len("```json\n") : doc.index("```\n\n`evidence` may be")]
     assert from_json(example).kind == "set_vl_weights"
+    assert "docs/proposals.md" in (proposals.__doc__ or "")
 
 
 def test_policy_file_example_is_valid() -> None:

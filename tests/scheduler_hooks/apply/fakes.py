@@ -161,9 +161,16 @@ class CrashingStore(Store):
         return seq
 
     def transition(
-        self, proposal_id: str, to_state: str, who: str, detail: str = "", guard: Guard | None = None
+        self,
+        proposal_id: str,
+        to_state: str,
+        who: str,
+        detail: str = "",
+        guard: Guard | None = None,
+        *,
+        actor: str | None = None,
     ) -> StoredProposal:
-        stored = super().transition(proposal_id, to_state, who, detail, guard)
+        stored = super().transition(proposal_id, to_state, who, detail, guard, actor=actor)
         self._wrote(f"-> {to_state}")
         return stored
 
@@ -188,8 +195,8 @@ def proposal(changes: Sequence[tuple[str, str, str]], kind: str = "move_nodes", 
 
 def approved(store: Store, item: Proposal) -> str:
     """Submit as alice, approve as bob; the id."""
-    stored, _ = store.submit(item, "alice")
-    approval.approve(store, stored.id, "bob")
+    stored, _ = store.submit(item, "alice", actor="unix:alice")
+    approval.approve(store, stored.id, "bob", actor="unix:bob")
     return stored.id
 
 

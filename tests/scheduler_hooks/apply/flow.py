@@ -17,6 +17,7 @@ from proposals.cli import main as proposals_main
 from proposals.store import Store
 from scheduler_hooks.apply.cli import main as apply_main
 from tests.integration.slurm_cluster import SlurmCluster
+from tests.proposals.factory import logged_in
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -64,10 +65,12 @@ class Flow:
 
     def submit_and_approve(self, path: Path) -> str:
         """`proposals submit FILE --by alice`, then `proposals approve ID --by bob`; the id."""
-        code, out, err = self.proposals("submit", str(path), "--by", "alice")
+        with logged_in("alice"):
+            code, out, err = self.proposals("submit", str(path), "--by", "alice")
         assert code == 0, err
         pid = out.strip()
-        code, out, err = self.proposals("approve", pid, "--by", "bob")
+        with logged_in("bob"):
+            code, out, err = self.proposals("approve", pid, "--by", "bob")
         assert code == 0 and out.split() == [pid, "approved"], err
         return pid
 

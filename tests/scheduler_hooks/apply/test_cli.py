@@ -14,6 +14,7 @@ from proposals.store import Store
 from scheduler_hooks.apply import cli
 from scheduler_hooks.apply.config import ApplyConfig
 from scheduler_hooks.apply.sides import Side
+from tests.proposals.factory import logged_in
 from tests.scheduler_hooks.apply.fakes import MOVE_OSM, MOVE_SLURM, FakeSide, doc, live_before
 
 MOVE = MOVE_SLURM + MOVE_OSM
@@ -58,10 +59,12 @@ def submitted(tmp_path: Path, capsys: pytest.CaptureFixture[str], approve: bool 
     path = tmp_path / "move.json"
     path.write_text(json.dumps(doc(MOVE, "move_nodes") | LATER))
     db = str(tmp_path / "ibpool.db")
-    assert proposals_main(["--db", db, "submit", str(path), "--by", "alice"]) == 0
+    with logged_in("alice"):
+        assert proposals_main(["--db", db, "submit", str(path), "--by", "alice"]) == 0
     pid = capsys.readouterr().out.strip()
     if approve:
-        assert proposals_main(["--db", db, "approve", pid, "--by", "bob"]) == 0
+        with logged_in("bob"):
+            assert proposals_main(["--db", db, "approve", pid, "--by", "bob"]) == 0
         capsys.readouterr()
     return pid
 

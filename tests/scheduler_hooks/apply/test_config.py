@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from proposals.approval_config import DEFAULT_CONFIG
+from scheduler_hooks.apply.cli import main as apply_main
 from scheduler_hooks.apply.config import load_apply_config
 from scheduler_hooks.errors import HookConfigError
 
@@ -93,3 +94,27 @@ def test_shapes(tmp_path: Path, text: str, problem: str) -> None:
 def test_a_missing_file(tmp_path: Path) -> None:
     with pytest.raises(HookConfigError, match="cannot read"):
         load_apply_config(tmp_path / "nope.yaml")
+
+
+def test_unknown_keys_do_not_hide_value_errors_in_any_section(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One `ibpool apply` run lists every problem: unknown keys and the values beside them."""
+    approval = tmp_path / "approval.yaml"
+    approval.write_text("name: n\nauto_approve:\n  move_nodes: {max_nodes: -1, extra: 2}\n")
+    path = tmp_path / "apply.yaml"
+    path.write_text(
+        f"state_dir: /srv/apply\nbogus: 1\napproval_config: {approval}\n"
+        "slurm:\n  slurm_conf: relative/slurm.conf\n  poll_interval_seconds: -1\n  colour: red\n"
+    )
+    assert apply_main(["abc", "--config", str(path), "--db", str(tmp_path / "none.db")]) == 2
+    src = str(path)
+    assert capsys.readouterr().err.splitlines() == [
+        f"ibpool apply: {src}: bogus: unknown key",
+        f"ibpool apply: {src}: slurm.colour: unknown key",
+        f"ibpool apply: {src}: slurm.slurm_conf: must be an absolute path, got 'relative/slurm.conf'",
+        f"ibpool apply: {src}: slurm.poll_interval_seconds: must be a positive number of seconds, got -1",
+        f"ibpool apply: {src}: approval_config: {approval}: auto_approve.move_nodes.extra: unknown key",
+        f"ibpool apply: {src}: approval_config: {approval}: auto_approve.move_nodes.max_nodes: "
+        "must be an integer >= 1, got -1",
+    ]

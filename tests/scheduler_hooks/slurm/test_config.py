@@ -59,3 +59,16 @@ def test_a_zero_deadline_means_do_not_wait() -> None:
 def test_not_a_mapping() -> None:
     with pytest.raises(HookConfigError, match="must be a mapping"):
         SlurmConfig.from_mapping(["slurm_conf"], where="hooks.slurm")
+
+
+def test_an_unknown_key_does_not_hide_the_value_errors() -> None:
+    with pytest.raises(HookConfigError) as caught:
+        SlurmConfig.from_mapping(
+            {"slurm_conf": "slurm.conf", "colour": 1, "persist": "yes", "poll_interval_seconds": -1}
+        )
+    assert caught.value.problems == [
+        "slurm.colour: unknown key",
+        "slurm.persist: must be true or false, got 'yes'",
+        "slurm.slurm_conf: must be an absolute path, got 'slurm.conf'",
+        "slurm.poll_interval_seconds: must be a positive number of seconds, got -1",
+    ]
