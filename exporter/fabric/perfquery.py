@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from exporter.fabric.model import Attribute
+from foundation import ib_counters
 
 _HEADER = re.compile(r"^#\s*(?P<title>[^:]+):\s*Lid\s+(?P<lid>\d+)\s+port\s+(?P<port>\d+)\b")
 _FIELD = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9]*):\.*\s*(?P<value>\S+)$")
@@ -33,29 +34,7 @@ _TITLES: dict[str, Attribute] = {
 }
 
 # perfquery field (PortCounters and PortCountersExtended share names) -> sysfs counter name.
-COUNTER_FIELDS: dict[str, str] = {
-    "SymbolErrorCounter": "symbol_error",
-    "LinkErrorRecoveryCounter": "link_error_recovery",
-    "LinkDownedCounter": "link_downed",
-    "PortRcvErrors": "port_rcv_errors",
-    "PortRcvRemotePhysicalErrors": "port_rcv_remote_physical_errors",
-    "PortRcvSwitchRelayErrors": "port_rcv_switch_relay_errors",
-    "PortXmitDiscards": "port_xmit_discards",
-    "PortXmitConstraintErrors": "port_xmit_constraint_errors",
-    "PortRcvConstraintErrors": "port_rcv_constraint_errors",
-    "LocalLinkIntegrityErrors": "local_link_integrity_errors",
-    "ExcessiveBufferOverrunErrors": "excessive_buffer_overrun_errors",
-    "VL15Dropped": "VL15_dropped",
-    "PortXmitData": "port_xmit_data",
-    "PortRcvData": "port_rcv_data",
-    "PortXmitPkts": "port_xmit_packets",
-    "PortRcvPkts": "port_rcv_packets",
-    "PortXmitWait": "port_xmit_wait",
-    "PortUnicastXmitPkts": "unicast_xmit_packets",
-    "PortUnicastRcvPkts": "unicast_rcv_packets",
-    "PortMulticastXmitPkts": "multicast_xmit_packets",
-    "PortMulticastRcvPkts": "multicast_rcv_packets",
-}
+COUNTER_FIELDS: dict[str, str] = ib_counters.BY_PMA_FIELD
 
 
 @dataclass(frozen=True)
