@@ -6,7 +6,7 @@ mlx5 `hw_counters`; optionally a pre-4.5-kernel `counters_ext` directory.
 
 Writes are atomic: a temp file in `<root>/.sysfs-tree-tmp/` (outside `class/`, so no reader ever lists it)
 then `os.replace`. A replaced file is a new inode, so a reader that keeps fds open must notice; the
-exporter's sysfs source does, from the directory mtime and the listing's d_ino (see its docstring).
+exporter's sysfs source does, from the directory mtime and each file's identity (docs/node-exporter.md).
 Counters only go up and saturate at their PortCounters width (data and packet counters are 64-bit when
 the HCA has PortCountersExtended, as mlx5 does; `port_xmit_wait` is always 32-bit).
 """
