@@ -553,3 +553,13 @@ def test_counters_above_their_width_are_rejected_and_counted(
     assert source.read_errors()["out_of_range"] == 6
     (port / "counters" / "symbol_error").write_text("65535\n")
     assert must_port(source, "mlx5_1").counters["symbol_error"] == 65535
+
+
+def test_a_static_file_recreated_under_a_reused_inode_number_is_read_again(
+    tree: SysfsTree, source: InfinibandSysfsSource
+) -> None:
+    assert must_port(source, "mlx5_0").link_layer == "InfiniBand"
+    path = Path(tree.port_path("mlx5_0", 1), "link_layer")
+    path.unlink()  # not held open: ext4 gives the next file this inode number again
+    path.write_text("Ethernet\n")
+    assert must_port(source, "mlx5_0").link_layer == "Ethernet"
