@@ -1,25 +1,22 @@
 """Runs the collectors for one scrape, each under a deadline, and keeps the state /healthz reads.
 
 Rules: every collector has a deadline (its own from `deadlines`, else `default_deadline_seconds`) and
-runs on its own worker thread, so a hung call fails that collector, not the scrape; until the hung call
-returns, later runs of it fail at once. A collector that only serves a snapshot taken elsewhere says so
-with `serves_snapshot = True` and runs inline, without the thread handoff. `state()` and `refresh()`
-never wait on a collection. Design notes: docs/node-exporter.md.
+runs on a background thread (`foundation.deadlines`), so a hung call fails that collector, not the
+scrape; until the hung call returns, later runs of it fail at once. A collector that only serves a
+snapshot taken elsewhere says so with `serves_snapshot = True` and runs inline, first, without the
+thread handoff. `state()` and `refresh()` never wait on a collection. Design: docs/node-exporter.md.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
 from foundation.collector import Collector
-from foundation.errors import CollectorTimeoutError
+from foundation.deadlines import DeadlineRunner, Timed
 from foundation.exposition import MetricFamily, MetricSpec
 from foundation.version import __version__
 
@@ -42,8 +39,6 @@ COLLECTOR_DURATION = MetricSpec(
     ("collector",),
 )
 BUILD_INFO = MetricSpec("ibpool_build_info", "info", "ibpool version; value is always 1.", ("version",))
-
-Job = Callable[[], list[MetricFamily]]
 
 
 @dataclass(frozen=True)
@@ -72,62 +67,6 @@ def serves_snapshot(collector: Collector) -> bool:
     return getattr(collector, "serves_snapshot", False) is True
 
 
-class DeadlineWorker:
-    """One daemon thread (started on first use) that runs a collector's calls so the caller can stop waiting.
-
-    A call that overruns its deadline keeps the thread busy; until it returns, later calls fail at once
-    instead of piling up threads behind a hung driver.
-    """
-
-    def __init__(self, name: str, clock: Callable[[], float] = time.monotonic) -> None:
-        self._name = name
-        self._clock = clock
-        self._jobs: queue.SimpleQueue[tuple[Job, Future[list[MetricFamily]]] | None] = queue.SimpleQueue()
-        self._busy: Future[list[MetricFamily]] | None = None
-        self._busy_since = 0.0
-        self._thread: threading.Thread | None = None
-
-    def _run(self) -> None:
-        while True:
-            item = self._jobs.get()
-            if item is None:
-                return
-            job, future = item
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(job())
-            except BaseException as exc:  # handed to the waiting caller, which logs it
-                future.set_exception(exc)
-
-    def call(self, job: Job, deadline: float) -> list[MetricFamily]:
-        """Run `job` on the worker thread; raise CollectorTimeoutError past `deadline` seconds."""
-        if self._busy is not None and not self._busy.done():
-            raise CollectorTimeoutError("previous run has not returned yet (hung call)")
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name=f"collector-{self._name}", daemon=True)
-            self._thread.start()
-        future: Future[list[MetricFamily]] = Future()
-        self._busy_since = self._clock()  # before _busy: a reader never pairs a new call with an old start
-        self._busy = future
-        self._jobs.put((job, future))
-        try:
-            return future.result(timeout=deadline)
-        except FutureTimeout:
-            raise CollectorTimeoutError(f"no answer within {deadline:g} s") from None
-
-    def busy_for(self) -> float | None:
-        """Seconds the current call has run, or None when the worker is idle."""
-        busy = self._busy
-        if busy is None or busy.done():
-            return None
-        return self._clock() - self._busy_since
-
-    def stop(self) -> None:
-        """Ask the thread to end after its current call."""
-        self._jobs.put(None)
-
-
 class Registry:
     """The exporter's collectors; `collect` runs them all once and adds the self metrics."""
 
@@ -142,9 +81,9 @@ class Registry:
         self._clock = clock
         given = deadlines or {}
         self._deadlines = {c.name: given.get(c.name, default_deadline_seconds) for c in self._collectors}
-        self._workers = {
-            c.name: DeadlineWorker(c.name, clock) for c in self._collectors if not serves_snapshot(c)
-        }
+        self._inline = [c for c in self._collectors if serves_snapshot(c)]
+        self._background = [c for c in self._collectors if not serves_snapshot(c)]
+        self._runner = DeadlineRunner(",".join(c.name for c in self._background), clock)
         self._collection_deadline = sum(self._deadlines.values()) + STUCK_GRACE_SECONDS
         self._collect_lock = threading.Lock()  # one collection at a time
         self._state_lock = threading.Lock()  # guards what follows; never held while a collector runs
@@ -175,37 +114,37 @@ class Registry:
                     self._collecting_since = None
 
     def _collect(self) -> list[MetricFamily]:
+        timed: dict[str, Timed] = {}
+        for collector in self._inline:  # snapshots first: the others may ask them (jobs asks gpu for UUIDs)
+            start = time.perf_counter()
+            try:
+                timed[collector.name] = (collector.collect(), time.perf_counter() - start)
+            except Exception as exc:
+                timed[collector.name] = (exc, time.perf_counter() - start)
+        if self._background:
+            timed.update(self._runner.run(self._background, self._deadlines))
         families: list[MetricFamily] = []
         success = MetricFamily(COLLECTOR_SUCCESS)
         duration = MetricFamily(COLLECTOR_DURATION)
+        statuses: dict[str, CollectorStatus] = {}
         for collector in self._collectors:
-            status = self._run_one(collector, families)
-            with self._state_lock:
-                self._status[collector.name] = status
-            success.add((collector.name,), 1 if status.success else 0)
-            duration.add((collector.name,), status.duration_seconds)
+            outcome, seconds = timed[collector.name]
+            error = None
+            if isinstance(outcome, BaseException):
+                error = f"{type(outcome).__name__}: {outcome}"
+                log.warning("collector %s failed: %s", collector.name, error)
+            else:
+                families.extend(outcome)
+            statuses[collector.name] = CollectorStatus(error is None, seconds, self._clock(), error)
+            success.add((collector.name,), 1 if error is None else 0)
+            duration.add((collector.name,), seconds)
         build = MetricFamily(BUILD_INFO)
         build.add_info((__version__,))
         families.extend((success, duration, build))
         with self._state_lock:
+            self._status.update(statuses)
             self._last_collection = self._clock()
         return families
-
-    def _run_one(self, collector: Collector, out: list[MetricFamily]) -> CollectorStatus:
-        start = time.perf_counter()
-        error: str | None = None
-        try:
-            worker = self._workers.get(collector.name)
-            if worker is None:
-                result = collector.collect()
-            else:
-                result = worker.call(collector.collect, self._deadlines[collector.name])
-            out.extend(result)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-            log.warning("collector %s failed: %s", collector.name, error)
-        elapsed = time.perf_counter() - start
-        return CollectorStatus(error is None, elapsed, self._clock(), error)
 
     def status(self) -> dict[str, CollectorStatus]:
         """The latest outcome of each collector that has run."""
@@ -223,11 +162,10 @@ class Registry:
         with self._state_lock:
             statuses = dict(self._status)
             last, since = self._last_collection, self._collecting_since
-        stuck: dict[str, tuple[float, float]] = {}
-        for name, worker in self._workers.items():
-            busy = worker.busy_for()
-            if busy is not None and busy > self._deadlines[name]:
-                stuck[name] = (busy, self._deadlines[name])
+        stuck = {name: (now - since, self._deadlines[name]) for name, since in self._runner.hung().items()}
+        running = self._runner.running()
+        if running is not None and now - running[1] > self._deadlines[running[0]]:
+            stuck[running[0]] = (now - running[1], self._deadlines[running[0]])
         return RegistryState(
             statuses=statuses,
             last_collection_age=None if last is None else now - last,
@@ -258,8 +196,7 @@ class Registry:
         """Stop the worker threads and close every collector."""
         with self._state_lock:
             self._closed = True
-        for worker in self._workers.values():
-            worker.stop()
+        self._runner.close()
         for collector in self._collectors:
             try:
                 collector.close()
