@@ -5,6 +5,7 @@ Collectors refer to these specs; nothing else defines a metric name.
 
 from __future__ import annotations
 
+from foundation import ib_counters
 from foundation.exposition import MetricSpec
 from foundation.registry import BUILD_INFO, COLLECTOR_DURATION, COLLECTOR_SUCCESS
 
@@ -140,160 +141,105 @@ IB_PHYSICAL_STATE_ID = _ib(
 )
 IB_RATE = _ib("rate_bytes_per_second", "gauge", "Signalling rate of the port.")
 
-# sysfs counter file -> (metric, multiplier). Data counters count 4-byte words.
-IB_COUNTERS: dict[str, tuple[MetricSpec, int]] = {
+# sysfs counter file -> (metric suffix, help); widths and multipliers are in foundation.ib_counters.
+_IB_COUNTER_METRICS: dict[str, tuple[str, str]] = {
     "excessive_buffer_overrun_errors": (
-        _ib(
-            "excessive_buffer_overrun_errors_total",
-            "counter",
-            "Consecutive flow-control periods with overrun.",
-        ),
-        1,
+        "excessive_buffer_overrun_errors_total",
+        "Consecutive flow-control periods with overrun.",
     ),
-    "link_downed": (
-        _ib("link_downed_total", "counter", "Times the link failed to recover and went down."),
-        1,
-    ),
-    "link_error_recovery": (
-        _ib("link_error_recovery_total", "counter", "Times the link recovered from an error state."),
-        1,
-    ),
+    "link_downed": ("link_downed_total", "Times the link failed to recover and went down."),
+    "link_error_recovery": ("link_error_recovery_total", "Times the link recovered from an error state."),
     "local_link_integrity_errors": (
-        _ib(
-            "local_link_integrity_errors_total",
-            "counter",
-            "Times local physical errors crossed their threshold.",
-        ),
-        1,
+        "local_link_integrity_errors_total",
+        "Times local physical errors crossed their threshold.",
     ),
     "multicast_rcv_packets": (
-        _ib("multicast_packets_received_total", "counter", "Multicast packets received (including errors)."),
-        1,
+        "multicast_packets_received_total",
+        "Multicast packets received (including errors).",
     ),
     "multicast_xmit_packets": (
-        _ib(
-            "multicast_packets_transmitted_total",
-            "counter",
-            "Multicast packets transmitted (including errors).",
-        ),
-        1,
+        "multicast_packets_transmitted_total",
+        "Multicast packets transmitted (including errors).",
     ),
     "port_rcv_constraint_errors": (
-        _ib("port_constraint_errors_received_total", "counter", "Received packets discarded by constraints."),
-        1,
+        "port_constraint_errors_received_total",
+        "Received packets discarded by constraints.",
     ),
     "port_xmit_constraint_errors": (
-        _ib(
-            "port_constraint_errors_transmitted_total",
-            "counter",
-            "Packets not transmitted due to constraints.",
-        ),
-        1,
+        "port_constraint_errors_transmitted_total",
+        "Packets not transmitted due to constraints.",
     ),
-    "port_rcv_data": (_ib("port_data_received_bytes_total", "counter", "Data bytes received."), 4),
-    "port_xmit_data": (_ib("port_data_transmitted_bytes_total", "counter", "Data bytes transmitted."), 4),
-    "port_rcv_discards": (_ib("port_discards_received_total", "counter", "Inbound packets discarded."), 1),
+    "port_rcv_data": ("port_data_received_bytes_total", "Data bytes received."),
+    "port_xmit_data": ("port_data_transmitted_bytes_total", "Data bytes transmitted."),
+    "port_rcv_discards": ("port_discards_received_total", "Inbound packets discarded."),
     "port_xmit_discards": (
-        _ib(
-            "port_discards_transmitted_total",
-            "counter",
-            "Outbound packets discarded (port down or congested).",
-        ),
-        1,
+        "port_discards_transmitted_total",
+        "Outbound packets discarded (port down or congested).",
     ),
-    "port_rcv_errors": (
-        _ib("port_errors_received_total", "counter", "Received packets containing an error."),
-        1,
-    ),
-    "port_rcv_packets": (_ib("port_packets_received_total", "counter", "Packets received on all VLs."), 1),
-    "port_xmit_packets": (
-        _ib("port_packets_transmitted_total", "counter", "Packets transmitted on all VLs."),
-        1,
-    ),
-    "port_xmit_wait": (
-        _ib("port_transmit_wait_total", "counter", "Ticks during which data waited to be sent (congestion)."),
-        1,
-    ),
+    "port_rcv_errors": ("port_errors_received_total", "Received packets containing an error."),
+    "port_rcv_packets": ("port_packets_received_total", "Packets received on all VLs."),
+    "port_xmit_packets": ("port_packets_transmitted_total", "Packets transmitted on all VLs."),
+    "port_xmit_wait": ("port_transmit_wait_total", "Ticks during which data waited to be sent (congestion)."),
     "port_rcv_remote_physical_errors": (
-        _ib(
-            "port_receive_remote_physical_errors_total",
-            "counter",
-            "Packets received marked bad by the sender.",
-        ),
-        1,
+        "port_receive_remote_physical_errors_total",
+        "Packets received marked bad by the sender.",
     ),
     "port_rcv_switch_relay_errors": (
-        _ib("port_receive_switch_relay_errors_total", "counter", "Packets the switch could not forward."),
-        1,
+        "port_receive_switch_relay_errors_total",
+        "Packets the switch could not forward.",
     ),
-    "symbol_error": (_ib("symbol_error_total", "counter", "Minor link errors on one or more lanes."), 1),
-    "unicast_rcv_packets": (
-        _ib("unicast_packets_received_total", "counter", "Unicast packets received (including errors)."),
-        1,
-    ),
+    "symbol_error": ("symbol_error_total", "Minor link errors on one or more lanes."),
+    "unicast_rcv_packets": ("unicast_packets_received_total", "Unicast packets received (including errors)."),
     "unicast_xmit_packets": (
-        _ib(
-            "unicast_packets_transmitted_total", "counter", "Unicast packets transmitted (including errors)."
-        ),
-        1,
+        "unicast_packets_transmitted_total",
+        "Unicast packets transmitted (including errors).",
     ),
-    "VL15_dropped": (_ib("vl15_dropped_total", "counter", "Incoming VL15 packets dropped."), 1),
+    "VL15_dropped": ("vl15_dropped_total", "Incoming VL15 packets dropped."),
 }
 # mlx4's legacy `counters_ext` directory.
-IB_LEGACY_COUNTERS: dict[str, tuple[MetricSpec, int]] = {
+_IB_LEGACY_METRICS: dict[str, tuple[str, str]] = {
     "port_multicast_rcv_packets": (
-        _ib(
-            "legacy_multicast_packets_received_total", "counter", "Multicast packets received (counters_ext)."
-        ),
-        1,
+        "legacy_multicast_packets_received_total",
+        "Multicast packets received (counters_ext).",
     ),
     "port_multicast_xmit_packets": (
-        _ib(
-            "legacy_multicast_packets_transmitted_total",
-            "counter",
-            "Multicast packets transmitted (counters_ext).",
-        ),
-        1,
+        "legacy_multicast_packets_transmitted_total",
+        "Multicast packets transmitted (counters_ext).",
     ),
-    "port_rcv_data_64": (
-        _ib("legacy_data_received_bytes_total", "counter", "Data bytes received (counters_ext)."),
-        4,
-    ),
-    "port_rcv_packets_64": (
-        _ib("legacy_packets_received_total", "counter", "Packets received (counters_ext)."),
-        1,
-    ),
+    "port_rcv_data_64": ("legacy_data_received_bytes_total", "Data bytes received (counters_ext)."),
+    "port_rcv_packets_64": ("legacy_packets_received_total", "Packets received (counters_ext)."),
     "port_unicast_rcv_packets": (
-        _ib("legacy_unicast_packets_received_total", "counter", "Unicast packets received (counters_ext)."),
-        1,
+        "legacy_unicast_packets_received_total",
+        "Unicast packets received (counters_ext).",
     ),
     "port_unicast_xmit_packets": (
-        _ib(
-            "legacy_unicast_packets_transmitted_total",
-            "counter",
-            "Unicast packets transmitted (counters_ext).",
-        ),
-        1,
+        "legacy_unicast_packets_transmitted_total",
+        "Unicast packets transmitted (counters_ext).",
     ),
-    "port_xmit_data_64": (
-        _ib("legacy_data_transmitted_bytes_total", "counter", "Data bytes transmitted (counters_ext)."),
-        4,
-    ),
-    "port_xmit_packets_64": (
-        _ib("legacy_packets_transmitted_total", "counter", "Packets transmitted (counters_ext)."),
-        1,
-    ),
+    "port_xmit_data_64": ("legacy_data_transmitted_bytes_total", "Data bytes transmitted (counters_ext)."),
+    "port_xmit_packets_64": ("legacy_packets_transmitted_total", "Packets transmitted (counters_ext)."),
 }
-# Counters that are 32 bits wide in the IB PortCounters attribute and so can saturate.
-IB_32BIT_COUNTERS = frozenset(
-    {
-        "port_xmit_wait",
-        "port_rcv_data",
-        "port_xmit_data",
-        "port_rcv_packets",
-        "port_xmit_packets",
+
+
+def _counter_specs(
+    metrics: dict[str, tuple[str, str]], table: dict[str, ib_counters.IbCounter]
+) -> dict[str, tuple[MetricSpec, int]]:
+    """sysfs counter file -> (metric, multiplier from the counter table), in `metrics` order."""
+    if set(metrics) != set(table):
+        raise ValueError(
+            f"counters without a metric or metrics without a counter: {set(metrics) ^ set(table)}"
+        )
+    return {
+        name: (_ib(suffix, "counter", help_text), table[name].multiplier)
+        for name, (suffix, help_text) in metrics.items()
     }
-)
+
+
+# sysfs counter file -> (metric, multiplier). Data counters count 4-byte words.
+IB_COUNTERS = _counter_specs(_IB_COUNTER_METRICS, ib_counters.BY_SYSFS)
+IB_LEGACY_COUNTERS = _counter_specs(_IB_LEGACY_METRICS, ib_counters.LEGACY_BY_SYSFS)
+# Counters that are 32 bits wide in the IB PortCounters attribute and so can saturate.
+IB_32BIT_COUNTERS = ib_counters.SATURATING_32
 
 IB_PORT_INFO = _ib(
     "port_info",

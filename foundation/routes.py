@@ -16,7 +16,10 @@ _LANDING = """<!doctype html><html><head><title>ibpool exporter</title></head><b
 def install_routes(
     server: MetricsHTTPServer, registry: Registry, health: HealthCheck, telemetry_path: str = "/metrics"
 ) -> None:
-    """Serve metrics at `telemetry_path`, health at /healthz and a landing page at /."""
+    """Serve metrics at `telemetry_path`, health at /healthz and a landing page at /.
+
+    Also starts a first collection in the background, so that /healthz soon has one to judge.
+    """
 
     def metrics(_: Request) -> Response:
         return Response(200, render(registry.collect()).encode(), CONTENT_TYPE)
@@ -31,3 +34,4 @@ def install_routes(
     server.route("GET", telemetry_path, metrics)
     server.route("GET", "/healthz", healthz)
     server.route("GET", "/", landing)
+    registry.refresh()

@@ -6,7 +6,7 @@ mlx5 `hw_counters`; optionally a pre-4.5-kernel `counters_ext` directory.
 
 Writes are atomic: a temp file in `<root>/.sysfs-tree-tmp/` (outside `class/`, so no reader ever lists it)
 then `os.replace`. A replaced file is a new inode, so a reader that keeps fds open must notice; the
-exporter's sysfs source does, from the directory mtime and the listing's d_ino (see its docstring).
+exporter's sysfs source does, from the directory mtime and each file's identity (docs/node-exporter.md).
 Counters only go up and saturate at their PortCounters width (data and packet counters are 64-bit when
 the HCA has PortCountersExtended, as mlx5 does; `port_xmit_wait` is always 32-bit).
 """
@@ -22,46 +22,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from foundation import ib_counters
+
 BadKind = Literal["not_available", "garbage", "empty", "directory", "missing"]
 _BAD_TEXT: dict[str, str] = {"not_available": "N/A (no PMA)\n", "garbage": "garbage!?\n", "empty": ""}
 
-# IBA PortCounters widths; a counter at 2**width - 1 stays there.
-COUNTER_WIDTHS: dict[str, int] = {
-    "VL15_dropped": 16,
-    "excessive_buffer_overrun_errors": 4,
-    "link_downed": 8,
-    "link_error_recovery": 8,
-    "local_link_integrity_errors": 4,
-    "multicast_rcv_packets": 64,
-    "multicast_xmit_packets": 64,
-    "port_rcv_constraint_errors": 8,
-    "port_rcv_data": 32,
-    "port_rcv_discards": 16,
-    "port_rcv_errors": 16,
-    "port_rcv_packets": 32,
-    "port_rcv_remote_physical_errors": 16,
-    "port_rcv_switch_relay_errors": 16,
-    "port_xmit_constraint_errors": 8,
-    "port_xmit_data": 32,
-    "port_xmit_discards": 16,
-    "port_xmit_packets": 32,
-    "port_xmit_wait": 32,
-    "symbol_error": 16,
-    "unicast_rcv_packets": 64,
-    "unicast_xmit_packets": 64,
-}
-# Widened to 64 bits by PortCountersExtended.
-EXTENDED_COUNTERS = frozenset({"port_rcv_data", "port_xmit_data", "port_rcv_packets", "port_xmit_packets"})
-LEGACY_COUNTERS = (
-    "port_multicast_rcv_packets",
-    "port_multicast_xmit_packets",
-    "port_rcv_data_64",
-    "port_rcv_packets_64",
-    "port_unicast_rcv_packets",
-    "port_unicast_xmit_packets",
-    "port_xmit_data_64",
-    "port_xmit_packets_64",
-)
+# Widths and names from foundation.ib_counters; a counter at 2**width - 1 stays there.
+COUNTERS = tuple(c.sysfs for c in ib_counters.PORT_COUNTERS)
+LEGACY_COUNTERS = tuple(c.sysfs for c in ib_counters.LEGACY_COUNTERS)
 MLX5_HW_COUNTERS = (
     "duplicate_request",
     "implied_nak_seq_err",
@@ -370,7 +338,7 @@ class SysfsTree:
         rng = self._rng
         for port in range(1, spec.ports + 1):
             self._links[(spec.name, port)] = True
-            for name in COUNTER_WIDTHS:
+            for name in COUNTERS:
                 self._values[(spec.name, port, "counters", name)] = 0
             if spec.hw_counters:
                 for name in MLX5_HW_COUNTERS:
@@ -407,10 +375,9 @@ class SysfsTree:
 
     def _width(self, device: str, directory: str, name: str) -> int:
         if directory != "counters":
-            return 64
-        if name in EXTENDED_COUNTERS and self._specs[device].extended_counters:
-            return 64
-        return COUNTER_WIDTHS[name]
+            return ib_counters.WIDEST_BITS
+        counter = ib_counters.BY_SYSFS[name]
+        return counter.sysfs_bits if self._specs[device].extended_counters else counter.bits
 
     def _shown(self, device: str, port: int, directory: str, name: str) -> int:
         value = self._values[(device, port, directory, name)]
@@ -483,7 +450,7 @@ class SysfsTree:
             "gids/0",
             "pkeys/0",
         ]
-        names += [f"counters/{n}" for n in COUNTER_WIDTHS]
+        names += [f"counters/{n}" for n in COUNTERS]
         if spec.hw_counters:
             os.makedirs(os.path.join(path, "hw_counters"), exist_ok=True)
             names += [f"hw_counters/{n}" for n in MLX5_HW_COUNTERS]

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from exporter.fabric.model import MAX_PORT, Attribute, number, valid_lid
+from foundation import ib_counters
 
 _HEADER = re.compile(r"^#\s*(?P<title>[^:]+):\s*Lid\s+(?P<lid>\d+)\s+port\s+(?P<port>\d+)\b")
 _FIELD = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9]*):\.*\s*(?P<value>\S+)$")
@@ -35,51 +36,13 @@ _TITLES: dict[str, Attribute] = {
 }
 
 # perfquery field (PortCounters and PortCountersExtended share names) -> sysfs counter name.
-COUNTER_FIELDS: dict[str, str] = {
-    "SymbolErrorCounter": "symbol_error",
-    "LinkErrorRecoveryCounter": "link_error_recovery",
-    "LinkDownedCounter": "link_downed",
-    "PortRcvErrors": "port_rcv_errors",
-    "PortRcvRemotePhysicalErrors": "port_rcv_remote_physical_errors",
-    "PortRcvSwitchRelayErrors": "port_rcv_switch_relay_errors",
-    "PortXmitDiscards": "port_xmit_discards",
-    "PortXmitConstraintErrors": "port_xmit_constraint_errors",
-    "PortRcvConstraintErrors": "port_rcv_constraint_errors",
-    "LocalLinkIntegrityErrors": "local_link_integrity_errors",
-    "ExcessiveBufferOverrunErrors": "excessive_buffer_overrun_errors",
-    "VL15Dropped": "VL15_dropped",
-    "PortXmitData": "port_xmit_data",
-    "PortRcvData": "port_rcv_data",
-    "PortXmitPkts": "port_xmit_packets",
-    "PortRcvPkts": "port_rcv_packets",
-    "PortXmitWait": "port_xmit_wait",
-    "PortUnicastXmitPkts": "unicast_xmit_packets",
-    "PortUnicastRcvPkts": "unicast_rcv_packets",
-    "PortMulticastXmitPkts": "multicast_xmit_packets",
-    "PortMulticastRcvPkts": "multicast_rcv_packets",
-}
+COUNTER_FIELDS: dict[str, str] = ib_counters.BY_PMA_FIELD
 
 
-# Width in bits of each PortCounters field (IBA PortCounters attribute); every PortCountersExtended field
+# Width in bits of each PortCounters field (the one counter table); every PortCountersExtended field
 # is 64 bits wide, each PortVLXmitWait counter 16.
 COUNTER_BITS: dict[str, int] = {
-    "SymbolErrorCounter": 16,
-    "LinkErrorRecoveryCounter": 8,
-    "LinkDownedCounter": 8,
-    "PortRcvErrors": 16,
-    "PortRcvRemotePhysicalErrors": 16,
-    "PortRcvSwitchRelayErrors": 16,
-    "PortXmitDiscards": 16,
-    "PortXmitConstraintErrors": 8,
-    "PortRcvConstraintErrors": 8,
-    "LocalLinkIntegrityErrors": 4,
-    "ExcessiveBufferOverrunErrors": 4,
-    "VL15Dropped": 16,
-    "PortXmitData": 32,
-    "PortRcvData": 32,
-    "PortXmitPkts": 32,
-    "PortRcvPkts": 32,
-    "PortXmitWait": 32,
+    c.pma: c.bits for c in ib_counters.PORT_COUNTERS if c.pma is not None and c.basic
 }
 EXTENDED_BITS = 64
 VL_WAIT_BITS = 16

@@ -1,50 +1,44 @@
-"""InfiniBand sysfs source: `<sysfs_root>/class/infiniband/<device>/...` into typed snapshots.
+"""InfiniBand sysfs source: walks `<sysfs_root>/class/infiniband/<device>/...` into typed snapshots.
 
-Speed: every attribute file stays open between scrapes and is read with `os.pread(fd, 64, 0)`; on sysfs
-a read at offset 0 regenerates the value, so a scrape costs one syscall per value and nothing else.
-
-Change detection, measured here: listing a 40-entry directory costs ~17 us, a `stat` ~1.5 us (4 us on
-sysfs), a `pread` ~0.5 us. Re-listing every directory of 8 HCAs each scrape would cost ~0.5 ms, more
-than reading every value, so the listing is only redone when something can have changed:
-
-* `sysfs` mode (the real kernel tree, detected from /proc/self/mountinfo): `class/infiniband` is listed
-  every scrape (devices come and go there; a re-registered device has a new entry inode). Below a device
-  nothing appears or vanishes while it stays registered, so its directories are listed once; a file that
-  vanishes answers ENODEV, which drops the device until the next scrape finds it again.
-* `stat` mode (ordinary files: fixtures, the simulator): each directory is `stat`ed every scrape and listed
-  again when its inode or mtime changed (or its mtime is too recent to trust, as git does for racy
-  index entries). The listing's d_ino (free with `os.scandir`) tells which files were replaced: the
-  simulator writes with temp file + `os.replace`, so a replaced file gets a new inode and is reopened.
-  A reader that races a replace reads the old inode: a value one update old, never a torn one.
+Files stay open between scrapes (`sysfs_files.PinnedFiles`) and values are parsed by `ib_values`. Which
+directories are listed again each scrape depends on the change-detection mode: `sysfs` (the kernel's
+tree: only `class/infiniband`) or `stat` (ordinary files: any directory whose identity or mtime changed).
+A device whose file answers ENODEV is dropped until a later scrape finds it again. Costs and the reasons
+for both modes: docs/node-exporter.md.
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import logging
 import os
-import re
-import resource
-import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Literal, TypeVar
+
+from exporter.sources.ib_values import (
+    COUNTER_LIMITS,
+    content_reason,
+    parse_gid_port_guid,
+    parse_guid,
+    parse_rate,
+    parse_state,
+)
+from exporter.sources.sysfs_files import (
+    DirWatch,
+    FileAccess,
+    FileGoneError,
+    PinnedFiles,
+    list_dir,
+    os_reason,
+)
 
 log = logging.getLogger(__name__)
 
 ChangeDetection = Literal["auto", "sysfs", "stat"]
-READ_ERROR_REASONS = ("missing", "unreadable", "not_available", "garbage", "not_a_file", "empty")
 # Not counters: mlx5's `lifespan` is the counter-cache lifetime setting (ms), writable.
 HW_COUNTER_EXCLUDED = frozenset({"lifespan"})
-_RACY_SLACK_NS = 50_000_000  # a directory mtime this close to our listing may hide a later change
-_READ_SIZE = 64
-_STATIC_READ_SIZE = 4096
-_GONE_ERRNOS = frozenset({errno.ENODEV, errno.ENOENT, errno.ENXIO})
-_RATE_RE = re.compile(r"\((\d+)X\s*([A-Za-z0-9]*)\)")
-_GUID_GROUPS = 4
-_FD_LIMIT_CAP = 1 << 20
+_ATTRS = ("state", "phys_state", "rate")
 _T = TypeVar("_T")
 
 
@@ -87,78 +81,6 @@ class InfinibandSnapshot:
     ports: tuple[PortSnapshot, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class RateInfo:
-    """A parsed `rate` file."""
-
-    bytes_per_second: int
-    width_lanes: int | None
-    speed: str | None
-
-
-class _DeviceGoneError(Exception):
-    """A file of the device answered ENODEV/ENOENT: the device went away mid-scrape."""
-
-
-# --- parsing -------------------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=256)
-def parse_state(raw: bytes) -> tuple[int, str] | None:
-    """`4: ACTIVE` -> (4, "ACTIVE"); None when it is not `ID: NAME` (node_exporter's rule)."""
-    id_part, sep, name = raw.partition(b":")
-    if not sep or b":" in name:
-        return None
-    try:
-        state_id = int(id_part)
-    except ValueError:
-        return None
-    if state_id < 0:
-        return None
-    return state_id, name.strip().decode("utf-8", "replace")
-
-
-@lru_cache(maxsize=256)
-def parse_rate(raw: bytes) -> RateInfo | None:
-    """`400 Gb/sec (4X NDR)` -> bytes/s (as node_exporter: float32 Gb/s x 125e6, truncated), 4, NDR."""
-    text = raw.decode("utf-8", "replace").strip()
-    number, sep, rest = text.partition(" ")
-    if not sep:
-        return None
-    try:
-        gbps = float(number)
-    except ValueError:
-        return None
-    if not gbps >= 0 or gbps == float("inf"):
-        return None
-    gbps32: float = struct.unpack("f", struct.pack("f", gbps))[0]
-    match = _RATE_RE.search(rest)
-    width = int(match.group(1)) if match else None
-    speed = (match.group(2) or None) if match else None
-    return RateInfo(int(gbps32 * 125_000_000), width, speed)
-
-
-def parse_guid(text: str) -> str | None:
-    """`0a7f:bc12:45ef:d23b` -> `0x0a7fbc1245efd23b`; None for garbage."""
-    groups = text.strip().split(":")
-    if len(groups) != _GUID_GROUPS or not all(len(g) == 4 for g in groups):
-        return None
-    try:
-        value = int("".join(groups), 16)
-    except ValueError:
-        return None
-    return f"0x{value:016x}"
-
-
-def parse_gid_port_guid(text: str) -> str | None:
-    """The port GUID (low 64 bits) of a GID such as `fe80:0000:0000:0000:0a7f:bc12:45ef:d23c`."""
-    groups = text.strip().split(":")
-    if len(groups) != 2 * _GUID_GROUPS:
-        return None
-    guid = parse_guid(":".join(groups[_GUID_GROUPS:]))
-    return None if guid is None or guid == "0x" + "0" * 16 else guid
-
-
 def _on_sysfs(path: str) -> bool:
     """True when `path` lies on a sysfs mount (longest mount point prefix in /proc/self/mountinfo)."""
     real = os.path.realpath(path)
@@ -177,145 +99,44 @@ def _on_sysfs(path: str) -> bool:
     return fstype == "sysfs"
 
 
-def _content_reason(raw: bytes) -> str:
-    text = raw.strip()
-    if not text:
-        return "empty"
-    return "not_available" if text.startswith(b"N/A") else "garbage"
-
-
-def _os_reason(exc: OSError) -> str:
-    if exc.errno == errno.EISDIR:
-        return "not_a_file"
-    return "missing" if exc.errno in _GONE_ERRNOS else "unreadable"
-
-
-def _raise_fd_limit() -> bool:
-    """Raise RLIMIT_NOFILE's soft limit to the hard limit; True when it went up."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    target = hard if hard != resource.RLIM_INFINITY else _FD_LIMIT_CAP
-    if soft != resource.RLIM_INFINITY and soft >= target:
-        return False
-    try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-    except (OSError, ValueError):
-        return False
-    log.info("raised the open-file limit from %d to %d", soft, target)
-    return True
-
-
-def _close(fd: int) -> None:
-    with contextlib.suppress(OSError):
-        os.close(fd)
-
-
-def _list(path: str) -> dict[str, os.DirEntry[str]]:
-    with os.scandir(path) as entries:
-        return {e.name: e for e in entries}
-
-
-# --- per-directory state -------------------------------------------------------------------------
-
-
-class _Watch:
-    """Whether a directory must be listed again (stat mode): inode or mtime changed, or mtime racy."""
-
-    __slots__ = ("clean", "ino", "mtime")
-
-    def __init__(self) -> None:
-        self.ino = -1
-        self.mtime = -1
-        self.clean = False
-
-    def changed(self, path: str) -> bool:
-        """Stat `path`; True when it must be listed again (or is gone)."""
-        try:
-            st = os.stat(path)
-        except OSError:
-            return True
-        return not (self.clean and st.st_ino == self.ino and st.st_mtime_ns == self.mtime)
-
-    def listed(self, path: str, started_ns: int) -> None:
-        """Record the directory's stamp after a listing that began at `started_ns`."""
-        try:
-            st = os.stat(path)
-        except OSError:
-            self.clean = False
-            return
-        self.ino, self.mtime = st.st_ino, st.st_mtime_ns
-        self.clean = st.st_mtime_ns < started_ns - _RACY_SLACK_NS
-
-
-class _NumberDir:
-    """The open numeric files of one directory (counters, counters_ext, hw_counters)."""
-
-    __slots__ = ("bad", "excluded", "good", "ident", "inodes", "path", "unpinned", "watch")
-
-    def __init__(self, path: str, ident: int, excluded: frozenset[str]) -> None:
-        self.path = path
-        self.ident = ident  # the directory's inode as its parent lists it
-        self.excluded = excluded
-        self.good: list[tuple[str, int]] = []  # (file name, open fd), sorted by name
-        self.unpinned: list[str] = []  # no fd to spare (EMFILE): read by path
-        self.bad: list[tuple[str, str]] = []  # (file name, reason) for files that cannot be opened
-        self.inodes: dict[str, int] = {}
-        self.watch = _Watch()
-
-    def close(self) -> None:
-        """Close every fd."""
-        for _, fd in self.good:
-            _close(fd)
-        self.good = []
-
-
-_ATTRS = ("state", "phys_state", "rate")
-
-
 class _Port:
-    """A port's open attribute files and cached static values."""
+    """A port's open files and its static facts."""
 
     __slots__ = (
-        "attr_fds",
-        "attr_paths",
+        "attrs",
         "built",
         "counters",
         "counters_ext",
         "hw",
-        "inodes",
         "link_layer",
         "number",
         "path",
         "port_guid",
-        "static_key",
-        "watch",
     )
 
     def __init__(self, number: int, path: str) -> None:
         self.number = number
         self.path = path
         self.built = False
-        self.attr_paths = tuple(os.path.join(path, name) for name in _ATTRS)
-        self.attr_fds: list[int | str] = ["missing"] * len(_ATTRS)  # fd, or the reason there is none
-        self.inodes: dict[str, int] = {}
-        self.static_key: tuple[int, int] | None = None
+        self.attrs = PinnedFiles(path, wanted=_ATTRS)
         self.link_layer: str | None = None
         self.port_guid: str | None = None
-        self.counters: _NumberDir | None = None
-        self.counters_ext: _NumberDir | None = None
-        self.hw: _NumberDir | None = None
-        self.watch = _Watch()
+        self.counters: PinnedFiles | None = None
+        self.counters_ext: PinnedFiles | None = None
+        self.hw: PinnedFiles | None = None
 
-    def number_dirs(self) -> list[tuple[_NumberDir, str]]:
+    def number_dirs(self) -> list[tuple[PinnedFiles, str]]:
         """The numeric directories the port has, with the snapshot field each fills."""
         pairs = ((self.counters, "counters"), (self.counters_ext, "counters_ext"), (self.hw, "hw_counters"))
         return [(d, f) for d, f in pairs if d is not None]
 
+    def open_count(self) -> int:
+        """How many fds the port holds."""
+        return self.attrs.open_count() + sum(d.open_count() for d, _ in self.number_dirs())
+
     def close(self) -> None:
         """Close every fd."""
-        for handle in self.attr_fds:
-            if isinstance(handle, int):
-                _close(handle)
-        self.attr_fds = ["missing"] * len(_ATTRS)
+        self.attrs.close()
         for numbers, _ in self.number_dirs():
             numbers.close()
         self.built = False
@@ -344,17 +165,14 @@ class _Device:
         self.info = DeviceInfo(name)
         self.ports: list[_Port] = []
         self.ports_missing = False
-        self.watch = _Watch()
-        self.ports_watch = _Watch()
+        self.watch = DirWatch()
+        self.ports_watch = DirWatch()
 
     def close(self) -> None:
         """Close every fd."""
         for port in self.ports:
             port.close()
         self.ports = []
-
-
-# --- the source ----------------------------------------------------------------------------------
 
 
 class InfinibandSysfsSource:
@@ -376,10 +194,8 @@ class InfinibandSysfsSource:
         self._stat_mode = change_detection == "stat"
         self._devices: dict[str, _Device] = {}
         self._order: list[_Device] = []
-        self._class_watch = _Watch()
-        self._errors = dict.fromkeys(READ_ERROR_REASONS, 0)
-        self._warned: set[str] = set()
-        self._fd_limit_hit = False
+        self._class_watch = DirWatch()
+        self._access = FileAccess()
 
     # public API -----------------------------------------------------------------------------------
 
@@ -391,7 +207,7 @@ class InfinibandSysfsSource:
         for device in self._order:
             try:
                 device_ports = self._read_device(device)
-            except _DeviceGoneError:
+            except FileGoneError:
                 self._drop(device.info.name)
                 continue
             devices.append(device.info)
@@ -400,16 +216,11 @@ class InfinibandSysfsSource:
 
     def read_errors(self) -> dict[str, int]:
         """Values skipped since start, by reason (every reason present, zero included)."""
-        return dict(self._errors)
+        return self._access.errors()
 
     def open_fds(self) -> int:
         """How many file descriptors the source holds."""
-        total = 0
-        for device in self._order:
-            for port in device.ports:
-                total += sum(isinstance(h, int) for h in port.attr_fds)
-                total += sum(len(d.good) for d, _ in port.number_dirs())
-        return total
+        return sum(port.open_count() for device in self._order for port in device.ports)
 
     def close(self) -> None:
         """Close every file descriptor."""
@@ -417,7 +228,7 @@ class InfinibandSysfsSource:
             device.close()
         self._devices = {}
         self._order = []
-        self._class_watch = _Watch()
+        self._class_watch = DirWatch()
 
     # devices ----------------------------------------------------------------------------------------
 
@@ -426,11 +237,11 @@ class InfinibandSysfsSource:
             return
         started = time.time_ns()
         try:
-            entries = _list(self.class_path)
+            entries = list_dir(self.class_path)
         except FileNotFoundError:
             entries = {}
         except OSError as exc:
-            self._count(_os_reason(exc), self.class_path, exc)
+            self._access.count(os_reason(exc), self.class_path, exc)
             entries = {}
         if self._stat_mode:
             self._class_watch.listed(self.class_path, started)
@@ -466,33 +277,34 @@ class InfinibandSysfsSource:
         elif self._stat_mode and device.ports_watch.changed(device.ports_path):
             self._refresh_ports(device)
         if device.ports_missing:
-            self._count("missing", device.ports_path)
+            self._access.count("missing", device.ports_path)
         return [self._read_port(device.info, port) for port in device.ports]
 
     def _read_device_info(self, device: _Device) -> DeviceInfo:
         path = device.path
-        guid_text = self._read_static(os.path.join(path, "node_guid"), optional=True)
+        static = self._access.read_static
+        guid_path = os.path.join(path, "node_guid")
+        guid_text = static(guid_path, optional=True)
         node_guid = None
         if guid_text is not None:
-            guid_path = os.path.join(path, "node_guid")
             node_guid = self._checked(parse_guid(guid_text), guid_text.encode(), guid_path)
         return DeviceInfo(
             device.info.name,
-            board_id=self._read_static(os.path.join(path, "board_id"), optional=False),
-            firmware_version=self._read_static(os.path.join(path, "fw_ver"), optional=False),
-            hca_type=self._read_static(os.path.join(path, "hca_type"), optional=True),
+            board_id=static(os.path.join(path, "board_id"), optional=False),
+            firmware_version=static(os.path.join(path, "fw_ver"), optional=False),
+            hca_type=static(os.path.join(path, "hca_type"), optional=True),
             node_guid=node_guid,
         )
 
     def _refresh_ports(self, device: _Device) -> None:
         started = time.time_ns()
         try:
-            entries = _list(device.ports_path)
+            entries = list_dir(device.ports_path)
         except OSError as exc:
             device.ports_missing = True
             device.close()
             if not isinstance(exc, FileNotFoundError):
-                self._warn_once(device.ports_path, exc)
+                self._access.warn_once(device.ports_path, exc)
             return
         device.ports_missing = False
         if self._stat_mode:
@@ -503,7 +315,7 @@ class InfinibandSysfsSource:
             try:
                 number = int(name)
             except ValueError:
-                self._count("garbage", entry.path)
+                self._access.count("garbage", entry.path)
                 continue
             port = known.pop(number, None) or _Port(number, entry.path)
             ports.append(port)
@@ -514,52 +326,43 @@ class InfinibandSysfsSource:
     # ports --------------------------------------------------------------------------------------------
 
     def _read_port(self, info: DeviceInfo, port: _Port) -> PortSnapshot:
-        if not port.built or (self._stat_mode and port.watch.changed(port.path)):
+        if not port.built or (self._stat_mode and port.attrs.watch.changed(port.path)):
             self._refresh_port(port)
         snap = PortSnapshot(info, port.number, link_layer=port.link_layer, port_guid=port.port_guid)
         self._read_port_attrs(port, snap)
+        access = self._access
         for numbers, field_name in port.number_dirs():
             if self._stat_mode and numbers.watch.changed(numbers.path):
                 self._refresh_numbers(numbers)
-            self._read_numbers(numbers, getattr(snap, field_name))
+            numbers.read_numbers(getattr(snap, field_name), access)
         return snap
 
     def _refresh_port(self, port: _Port) -> None:
+        """List the port directory: reopen what changed, read the static facts again."""
         started = time.time_ns()
         try:
-            entries = _list(port.path)
+            entries = list_dir(port.path)
         except FileNotFoundError:
-            raise _DeviceGoneError(port.path) from None
+            raise FileGoneError(port.path) from None
         if self._stat_mode:
-            port.watch.listed(port.path, started)
-        for index, name in enumerate(_ATTRS):
-            self._reopen_attr(port, index, name, entries.get(name))
-        static_key = tuple(e.inode() if (e := entries.get(n)) else -1 for n in ("link_layer", "gids"))
-        if static_key != port.static_key:
-            port.static_key = (static_key[0], static_key[1])
-            port.link_layer = self._read_static(os.path.join(port.path, "link_layer"), optional=True)
-            gid = self._read_static(os.path.join(port.path, "gids", "0"), optional=True)
-            port.port_guid = None if gid is None else parse_gid_port_guid(gid)
-        port.counters = self._number_dir(port.counters, entries.get("counters"), frozenset())
-        port.counters_ext = self._number_dir(port.counters_ext, entries.get("counters_ext"), frozenset())
-        port.hw = self._number_dir(port.hw, entries.get("hw_counters"), HW_COUNTER_EXCLUDED)
+            port.attrs.watch.listed(port.path, started)
+        port.attrs.refresh(entries, self._access)
+        static = self._access.read_static
+        port.link_layer = static(os.path.join(port.path, "link_layer"), optional=True)
+        gid = static(os.path.join(port.path, "gids", "0"), optional=True)
+        port.port_guid = None if gid is None else parse_gid_port_guid(gid)
+        port.counters = self._number_dir(port.counters, entries.get("counters"), frozenset(), COUNTER_LIMITS)
+        port.counters_ext = self._number_dir(port.counters_ext, entries.get("counters_ext"), frozenset(), {})
+        port.hw = self._number_dir(port.hw, entries.get("hw_counters"), HW_COUNTER_EXCLUDED, {})
         port.built = True
 
-    def _reopen_attr(self, port: _Port, index: int, name: str, entry: os.DirEntry[str] | None) -> None:
-        current = port.attr_fds[index]
-        if entry is not None and isinstance(current, int) and port.inodes.get(name) == entry.inode():
-            return
-        if isinstance(current, int):
-            _close(current)
-        if entry is None:
-            port.attr_fds[index] = "missing"
-            return
-        port.inodes[name] = entry.inode()
-        port.attr_fds[index] = self._open(entry)
-
     def _number_dir(
-        self, current: _NumberDir | None, entry: os.DirEntry[str] | None, excluded: frozenset[str]
-    ) -> _NumberDir | None:
+        self,
+        current: PinnedFiles | None,
+        entry: os.DirEntry[str] | None,
+        excluded: frozenset[str],
+        limits: dict[str, int],
+    ) -> PinnedFiles | None:
         if current is not None and entry is not None and current.ident == entry.inode():
             return current
         if current is not None:
@@ -567,187 +370,49 @@ class InfinibandSysfsSource:
         if entry is None:
             return None
         if not entry.is_dir():
-            self._count("not_a_file", entry.path)
+            self._access.count("not_a_file", entry.path)
             return None
-        numbers = _NumberDir(entry.path, entry.inode(), excluded)
+        numbers = PinnedFiles(entry.path, entry.inode(), excluded=excluded, limits=limits)
         self._refresh_numbers(numbers)
         return numbers
 
-    def _refresh_numbers(self, numbers: _NumberDir) -> None:
+    def _refresh_numbers(self, numbers: PinnedFiles) -> None:
         started = time.time_ns()
         try:
-            entries = _list(numbers.path)
+            entries = list_dir(numbers.path)
         except FileNotFoundError:
-            raise _DeviceGoneError(numbers.path) from None
+            raise FileGoneError(numbers.path) from None
         if self._stat_mode:
             numbers.watch.listed(numbers.path, started)
-        old = dict(numbers.good)
-        good: list[tuple[str, int]] = []
-        numbers.unpinned, numbers.bad = [], []
-        for name in sorted(entries):
-            if name in numbers.excluded:
-                continue
-            entry = entries[name]
-            fd = old.pop(name, None)
-            if fd is not None and numbers.inodes.get(name) == entry.inode():
-                good.append((name, fd))
-                continue
-            if fd is not None:
-                _close(fd)
-            numbers.inodes[name] = entry.inode()
-            opened = self._open(entry)
-            if isinstance(opened, int):
-                good.append((name, opened))
-            elif opened == "unpinned":
-                numbers.unpinned.append(name)
-            else:
-                numbers.bad.append((name, opened))
-        for fd in old.values():
-            _close(fd)
-        numbers.good = good
+        numbers.refresh(entries, self._access)
 
     # the hot path -------------------------------------------------------------------------------------
 
     def _read_port_attrs(self, port: _Port, snap: PortSnapshot) -> None:
-        raw = self._read_attr(port, 0)
-        if raw is not None and (state := self._checked(parse_state(raw), raw, port.attr_paths[0])):
+        if (state := self._parsed(port, "state", parse_state)) is not None:
             snap.state_id, snap.state = state
-        raw = self._read_attr(port, 1)
-        if raw is not None and (phys := self._checked(parse_state(raw), raw, port.attr_paths[1])):
+        if (phys := self._parsed(port, "phys_state", parse_state)) is not None:
             snap.phys_state_id, snap.phys_state = phys
-        raw = self._read_attr(port, 2)
-        if raw is not None and (rate := self._checked(parse_rate(raw), raw, port.attr_paths[2])):
+        if (rate := self._parsed(port, "rate", parse_rate)) is not None:
             snap.rate_bytes_per_second = rate.bytes_per_second
             snap.link_width_lanes = rate.width_lanes
             snap.link_speed = rate.speed
 
-    def _read_attr(self, port: _Port, index: int) -> bytes | None:
-        handle = port.attr_fds[index]
-        if isinstance(handle, int):
-            try:
-                return os.pread(handle, _READ_SIZE, 0)
-            except OSError as exc:
-                self._read_failed(port.attr_paths[index], exc)
-                return None
-        if handle == "unpinned":
-            return self._read_by_path(port.attr_paths[index])
-        self._count(handle, port.attr_paths[index])
-        return None
-
-    def _read_numbers(self, numbers: _NumberDir, out: dict[str, int]) -> None:
-        pread = os.pread
-        for name, fd in numbers.good:
-            try:
-                raw = pread(fd, _READ_SIZE, 0)
-                value = int(raw)
-            except ValueError:
-                self._count(_content_reason(raw), os.path.join(numbers.path, name))
-                continue
-            except OSError as exc:
-                self._read_failed(os.path.join(numbers.path, name), exc)
-                continue
-            if value < 0:
-                self._count("garbage", os.path.join(numbers.path, name))
-            else:
-                out[name] = value
-        if numbers.bad or numbers.unpinned:
-            self._read_rest(numbers, out)
-
-    def _read_rest(self, numbers: _NumberDir, out: dict[str, int]) -> None:
-        for name, reason in numbers.bad:
-            self._count(reason, os.path.join(numbers.path, name))
-        for name in numbers.unpinned:
-            raw = self._read_by_path(os.path.join(numbers.path, name))
+    def _parsed(self, port: _Port, name: str, parse: Callable[[bytes], _T | None]) -> _T | None:
+        """One attribute parsed; a bad value is checked once against a replaced file, then counted."""
+        raw = port.attrs.read(name, self._access)
+        if raw is None:
+            return None
+        parsed = parse(raw)
+        if parsed is None and port.attrs.reopen_if_replaced(name, self._access):
+            raw = port.attrs.read(name, self._access)
             if raw is None:
-                continue
-            try:
-                out[name] = int(raw)
-            except ValueError:
-                self._count(_content_reason(raw), os.path.join(numbers.path, name))
-
-    # opening, reading once, errors --------------------------------------------------------------------
-
-    def _open(self, entry: os.DirEntry[str]) -> int | str:
-        """An fd, or the reason there is none ("unpinned" when out of fds: read by path instead)."""
-        try:
-            if entry.is_dir():
-                return "not_a_file"
-            return os.open(entry.path, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return "missing"
-        except OSError as exc:
-            if exc.errno in (errno.EMFILE, errno.ENFILE):
-                return self._open_short_of_fds(entry.path)
-            self._warn_once(entry.path, exc)
-            return _os_reason(exc)
-
-    def _open_short_of_fds(self, path: str) -> int | str:
-        """EMFILE: raise the soft fd limit to the hard one (once, as Go does) and retry; else unpinned."""
-        if not self._fd_limit_hit:
-            self._fd_limit_hit = True
-            if _raise_fd_limit():
-                with contextlib.suppress(OSError):
-                    return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            log.warning("out of file descriptors: reading %s and later files by path", path)
-        return "unpinned"
-
-    def _read_by_path(self, path: str) -> bytes | None:
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError as exc:
-            self._count(_os_reason(exc), path, exc)
-            return None
-        try:
-            return os.pread(fd, _READ_SIZE, 0)
-        except OSError as exc:
-            self._count(_os_reason(exc), path, exc)
-            return None
-        finally:
-            os.close(fd)
-
-    def _read_static(self, path: str, optional: bool) -> str | None:
-        """A static text file, read once (open, read, close); None when absent or unreadable."""
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            if not optional:
-                self._count("missing", path)
-            return None
-        except OSError as exc:
-            self._count(_os_reason(exc), path, exc)
-            return None
-        try:
-            raw = os.pread(fd, _STATIC_READ_SIZE, 0)
-        except OSError as exc:
-            self._count(_os_reason(exc), path, exc)
-            return None
-        finally:
-            os.close(fd)
-        return raw.decode("utf-8", "replace").strip()
-
-    def _read_failed(self, path: str, exc: OSError) -> None:
-        """A read of an open fd failed: count it; a vanished file means the device went away."""
-        if exc.errno in _GONE_ERRNOS or exc.errno == errno.EBADF:
-            self._count("missing", path, exc)
-            raise _DeviceGoneError(path) from exc
-        self._count(_os_reason(exc), path, exc)
+                return None
+            parsed = parse(raw)
+        return self._checked(parsed, raw, os.path.join(port.path, name))
 
     def _checked(self, parsed: _T | None, raw: bytes, path: str) -> _T | None:
         """`parsed`, counting the raw content's fault when it is None."""
         if parsed is None:
-            self._count(_content_reason(raw), path)
+            self._access.count(content_reason(raw), path)
         return parsed
-
-    def _count(self, reason: str, path: str, exc: OSError | None = None) -> None:
-        self._errors[reason] = self._errors.get(reason, 0) + 1
-        detail = reason if exc is None else f"{reason} ({exc.strerror})"
-        if path not in self._warned:
-            self._warned.add(path)
-            log.warning("skipping %s: %s", path, detail)
-        else:
-            log.debug("skipping %s: %s", path, detail)
-
-    def _warn_once(self, path: str, exc: OSError) -> None:
-        if path not in self._warned:
-            self._warned.add(path)
-            log.warning("cannot open %s: %s", path, exc.strerror)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from foundation.ib_counters import PORT_COUNTERS
 from simulator.cluster.views import PortView
 
 BASIC = "PortCounters"
@@ -21,35 +22,20 @@ PER_VL = "PortVLXmitWaitCounters"
 VL_FIELD_BITS = 16
 DATA_VLS = 8
 
+# ibsim's console spells two PortCountersExtended fields its own way; it never serves PortMultiCastRcvPkts.
+_IBSIM_SPELLING = {
+    "PortMulticastXmitPkts": "PortMultiCastXmitPkts",
+    "PortMulticastRcvPkts": "PortMultiCastRcvPkts",
+}
+_NOT_MIRRORED = frozenset({"multicast_rcv_packets"})
+_MIRRORED = [(c, c.pma) for c in PORT_COUNTERS if c.pma is not None and c.sysfs not in _NOT_MIRRORED]
 # sysfs name -> (PortCounters field, bits)
 BASIC_FIELDS: dict[str, tuple[str, int]] = {
-    "symbol_error": ("SymbolErrorCounter", 16),
-    "link_error_recovery": ("LinkErrorRecoveryCounter", 8),
-    "link_downed": ("LinkDownedCounter", 8),
-    "port_rcv_errors": ("PortRcvErrors", 16),
-    "port_rcv_remote_physical_errors": ("PortRcvRemotePhysicalErrors", 16),
-    "port_rcv_switch_relay_errors": ("PortRcvSwitchRelayErrors", 16),
-    "port_xmit_discards": ("PortXmitDiscards", 16),
-    "port_xmit_constraint_errors": ("PortXmitConstraintErrors", 8),
-    "port_rcv_constraint_errors": ("PortRcvConstraintErrors", 8),
-    "local_link_integrity_errors": ("LocalLinkIntegrityErrors", 4),
-    "excessive_buffer_overrun_errors": ("ExcessiveBufferOverrunErrors", 4),
-    "VL15_dropped": ("VL15Dropped", 16),
-    "port_xmit_data": ("PortXmitData", 32),
-    "port_rcv_data": ("PortRcvData", 32),
-    "port_xmit_packets": ("PortXmitPkts", 32),
-    "port_rcv_packets": ("PortRcvPkts", 32),
-    "port_xmit_wait": ("PortXmitWait", 32),
+    c.sysfs: (_IBSIM_SPELLING.get(pma, pma), c.bits) for c, pma in _MIRRORED if c.basic
 }
 # sysfs name -> PortCountersExtended field (64-bit)
 EXTENDED_FIELDS: dict[str, str] = {
-    "port_xmit_data": "PortXmitData",
-    "port_rcv_data": "PortRcvData",
-    "port_xmit_packets": "PortXmitPkts",
-    "port_rcv_packets": "PortRcvPkts",
-    "unicast_xmit_packets": "PortUnicastXmitPkts",
-    "unicast_rcv_packets": "PortUnicastRcvPkts",
-    "multicast_xmit_packets": "PortMultiCastXmitPkts",
+    c.sysfs: _IBSIM_SPELLING.get(pma, pma) for c, pma in _MIRRORED if c.extended
 }
 
 

@@ -36,6 +36,7 @@ from exporter.fabric.model import (
     format_guid,
 )
 from exporter.fabric.rates import LANE_GBPS, rate_bytes_per_second
+from foundation.ib_counters import PORT_COUNTERS
 from foundation.vlarb import VlarbTables
 from simulator.cluster.spec import VL_COUNT, QosSpec
 from simulator.cluster.views import FabricView, PortView
@@ -44,36 +45,9 @@ from simulator.serve.errors import RequestError
 MAX_32 = (1 << 32) - 1
 EXPECTED: frozenset[Attribute] = frozenset({"basic", "extended", "vl"})
 # PortCounters fields (perfquery, no -x), by sysfs name; the data and packet ones are 32-bit there.
-BASIC = (
-    "symbol_error",
-    "link_error_recovery",
-    "link_downed",
-    "port_rcv_errors",
-    "port_rcv_remote_physical_errors",
-    "port_rcv_switch_relay_errors",
-    "port_xmit_discards",
-    "port_xmit_constraint_errors",
-    "port_rcv_constraint_errors",
-    "local_link_integrity_errors",
-    "excessive_buffer_overrun_errors",
-    "VL15_dropped",
-    "port_xmit_data",
-    "port_rcv_data",
-    "port_xmit_packets",
-    "port_rcv_packets",
-    "port_xmit_wait",
-)
+BASIC = tuple(c.sysfs for c in PORT_COUNTERS if c.basic)
 # PortCountersExtended fields (perfquery -x): 64-bit, no PortXmitWait.
-EXTENDED = (
-    "port_xmit_data",
-    "port_rcv_data",
-    "port_xmit_packets",
-    "port_rcv_packets",
-    "unicast_xmit_packets",
-    "unicast_rcv_packets",
-    "multicast_xmit_packets",
-    "multicast_rcv_packets",
-)
+EXTENDED = tuple(c.sysfs for c in PORT_COUNTERS if c.extended)
 _WIDTHS = (4, 1, 2, 8, 12)
 ACTIVE = 4
 

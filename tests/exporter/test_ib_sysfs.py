@@ -1,4 +1,4 @@
-"""The InfiniBand sysfs source: parsing, fixtures, generated trees, change detection, each bad input."""
+"""The InfiniBand sysfs source: fixtures, generated trees, change detection, each bad input."""
 
 from __future__ import annotations
 
@@ -11,16 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from exporter.sources import ib_sysfs
-from exporter.sources.ib_sysfs import (
-    InfinibandSysfsSource,
-    PortSnapshot,
-    RateInfo,
-    parse_gid_port_guid,
-    parse_guid,
-    parse_rate,
-    parse_state,
-)
+from exporter.sources import ib_sysfs, sysfs_files
+from exporter.sources.ib_sysfs import InfinibandSnapshot, InfinibandSysfsSource, PortSnapshot
 from simulator.sysfs_tree import SysfsTree, dgx_hcas
 from tests.helpers import SYSFS_FIXTURES
 
@@ -51,34 +43,6 @@ def must_port(source: InfinibandSysfsSource, device: str, port: int = 1) -> Port
     snap = port_of(source, device, port)
     assert snap is not None, f"{device} port {port} not read"
     return snap
-
-
-# --- parsing ---------------------------------------------------------------------------------------
-
-
-def test_parse_state() -> None:
-    assert parse_state(b"4: ACTIVE\n") == (4, "ACTIVE")
-    assert parse_state(b"5: LinkUp") == (5, "LinkUp")
-    assert parse_state(b"ACTIVE") is None
-    assert parse_state(b"x: ACTIVE") is None
-    assert parse_state(b"4: A: B") is None
-
-
-def test_parse_rate_matches_node_exporter_arithmetic() -> None:
-    assert parse_rate(b"400 Gb/sec (4X NDR)\n") == RateInfo(50_000_000_000, 4, "NDR")
-    assert parse_rate(b"25 Gb/sec (1X EDR)") == RateInfo(3_125_000_000, 1, "EDR")
-    assert parse_rate(b"53.125 Gb/sec (1X HDR)") == RateInfo(6_640_625_000, 1, "HDR")
-    assert parse_rate(b"56 Gb/sec (4X FDR)") == RateInfo(7_000_000_000, 4, "FDR")
-    assert parse_rate(b"100 Gb/sec") == RateInfo(12_500_000_000, None, None)
-    assert parse_rate(b"fast") is None
-    assert parse_rate(b"x Gb/sec (4X)") is None
-
-
-def test_parse_guids() -> None:
-    assert parse_guid("0a7f:bc12:45ef:d23b\n") == "0x0a7fbc1245efd23b"
-    assert parse_guid("nonsense") is None
-    assert parse_gid_port_guid("fe80:0000:0000:0000:0a7f:bc12:45ef:d23c") == "0x0a7fbc1245efd23c"
-    assert parse_gid_port_guid("0000:0000:0000:0000:0000:0000:0000:0000") is None
 
 
 # --- real captures ---------------------------------------------------------------------------------
@@ -134,7 +98,7 @@ def test_keeps_fds_open_between_scrapes(tree: SysfsTree, monkeypatch: pytest.Mon
         opened.append(path)
         return real_open(path, flags, *args)
 
-    monkeypatch.setattr("exporter.sources.ib_sysfs.os.open", counting_open)
+    monkeypatch.setattr("exporter.sources.sysfs_files.os.open", counting_open)
     src.read()
     assert opened == []
     assert src.open_fds() == held
@@ -222,8 +186,8 @@ def test_einval_on_read_is_skipped_and_counted(
             raise OSError(errno.EINVAL, "Invalid argument")
         return real_pread(fd, size, offset)
 
-    monkeypatch.setattr("exporter.sources.ib_sysfs.os.pread", pread)
-    with caplog.at_level(logging.DEBUG, logger="exporter.sources.ib_sysfs"):
+    monkeypatch.setattr("exporter.sources.sysfs_files.os.pread", pread)
+    with caplog.at_level(logging.DEBUG, logger="exporter.sources.sysfs_files"):
         first = must_port(src, "mlx5_0")
         second = must_port(src, "mlx5_0")
     assert "symbol_error" not in first.counters
@@ -343,7 +307,7 @@ def test_enodev_mid_scrape_drops_the_device_until_next_scrape(
             raise OSError(errno.ENODEV, "No such device")
         return real_pread(fd, size, offset)
 
-    monkeypatch.setattr("exporter.sources.ib_sysfs.os.pread", vanishing)
+    monkeypatch.setattr("exporter.sources.sysfs_files.os.pread", vanishing)
     snap = src.read()
     assert [d.name for d in snap.devices] == ["mlx5_1"]
     assert src.read_errors()["missing"] == 1
@@ -369,12 +333,12 @@ def _failing_open(monkeypatch: pytest.MonkeyPatch, failures: int) -> None:
                 raise OSError(errno.EMFILE, "Too many open files")
         return real_open(path, flags, *args)
 
-    monkeypatch.setattr("exporter.sources.ib_sysfs.os.open", no_fds)
+    monkeypatch.setattr("exporter.sources.sysfs_files.os.open", no_fds)
 
 
 def test_out_of_fds_raises_the_soft_limit_once(tree: SysfsTree, monkeypatch: pytest.MonkeyPatch) -> None:
     raised: list[tuple[int, int]] = []
-    rlimit = "exporter.sources.ib_sysfs.resource"
+    rlimit = "exporter.sources.sysfs_files.resource"
     monkeypatch.setattr(f"{rlimit}.getrlimit", lambda _: (1024, 4096))
     monkeypatch.setattr(f"{rlimit}.setrlimit", lambda _, limits: raised.append(limits))
     _failing_open(monkeypatch, failures=1)
@@ -386,7 +350,7 @@ def test_out_of_fds_raises_the_soft_limit_once(tree: SysfsTree, monkeypatch: pyt
 
 
 def test_out_of_fds_falls_back_to_reading_by_path(tree: SysfsTree, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ib_sysfs, "_raise_fd_limit", lambda: False)
+    monkeypatch.setattr(sysfs_files, "raise_fd_limit", lambda: False)
     _failing_open(monkeypatch, failures=1)
     src = InfinibandSysfsSource(tree.root, change_detection="sysfs")
     first = must_port(src, "mlx5_0")  # the fd table is built while hw_counters cannot be pinned
@@ -404,3 +368,198 @@ def test_no_infiniband_class_is_empty(tmp_path: Path) -> None:
     src = InfinibandSysfsSource(tmp_path)
     snap = src.read()
     assert snap.devices == () and snap.ports == ()
+
+
+# --- hostile trees (issue 21): FIFOs, replaced files, out-of-range values --------------------------
+
+
+def read_unblocked(source: InfinibandSysfsSource) -> InfinibandSnapshot:
+    """`source.read()` on a helper thread; fails (instead of hanging the suite) if it blocks."""
+    result: list[InfinibandSnapshot] = []
+    worker = threading.Thread(target=lambda: result.append(source.read()), daemon=True)
+    worker.start()
+    worker.join(30)
+    assert result, "read() blocked (a FIFO opened without O_NONBLOCK?)"
+    return result[0]
+
+
+def snap_port(snapshot: InfinibandSnapshot, device: str, port: int = 1) -> PortSnapshot:
+    return next(p for p in snapshot.ports if p.device.name == device and p.port == port)
+
+
+def test_a_fifo_counter_is_skipped_counted_and_the_file_comes_back(
+    tree: SysfsTree, source: InfinibandSysfsSource
+) -> None:
+    source.read()
+    path = Path(tree.port_path("mlx5_0", 1), "counters", "symbol_error")
+    path.unlink()
+    os.mkfifo(path)
+    snap = snap_port(read_unblocked(source), "mlx5_0")
+    assert "symbol_error" not in snap.counters
+    assert "link_downed" in snap.counters
+    assert source.read_errors()["not_a_file"] == 1
+    path.unlink()
+    tree.add_errors("mlx5_0", 1, symbol_error=6)
+    assert must_port(source, "mlx5_0").counters["symbol_error"] == 6
+
+
+def test_fifos_present_at_the_first_listing_in_sysfs_mode(tree: SysfsTree) -> None:
+    port = Path(tree.port_path("mlx5_0", 1))
+    for relpath in ("state", "hw_counters/np_cnp_sent"):
+        (port / relpath).unlink()
+        os.mkfifo(port / relpath)
+    board_id = Path(tree.device_path("mlx5_1"), "board_id")
+    board_id.unlink()
+    os.mkfifo(board_id)
+    src = InfinibandSysfsSource(tree.root, change_detection="sysfs")
+    snapshot = read_unblocked(src)
+    snap = snap_port(snapshot, "mlx5_0")
+    assert snap.state_id is None and snap.phys_state_id == 5
+    assert "np_cnp_sent" not in snap.hw_counters and "rp_cnp_handled" in snap.hw_counters
+    assert next(d for d in snapshot.devices if d.name == "mlx5_1").board_id is None
+    assert src.read_errors()["not_a_file"] == 3
+    for relpath in ("state", "hw_counters/np_cnp_sent"):
+        (port / relpath).unlink()
+        tree.repair("mlx5_0", 1, relpath)
+    snap = snap_port(read_unblocked(src), "mlx5_0")  # sysfs mode lists nothing again: retried by path
+    assert snap.state_id == 4
+    assert snap.hw_counters["np_cnp_sent"] == tree.value("mlx5_0", 1, "np_cnp_sent", "hw_counters")
+    assert src.read_errors()["not_a_file"] == 3
+    src.close()
+
+
+def test_a_removed_and_recreated_file_comes_back(tree: SysfsTree, source: InfinibandSysfsSource) -> None:
+    tree.write_bad("mlx5_0", 1, "counters/symbol_error", "garbage")
+    assert "symbol_error" not in must_port(source, "mlx5_0").counters
+    path = Path(tree.port_path("mlx5_0", 1), "counters", "symbol_error")
+    path.unlink()
+    path.write_text("12\n")  # ext4 hands out the freed inode number again at once
+    assert must_port(source, "mlx5_0").counters["symbol_error"] == 12
+    assert must_port(source, "mlx5_0").counters["symbol_error"] == 12
+    assert source.read_errors()["garbage"] == 1
+
+
+def _replace(path: Path, content: str) -> None:
+    tmp = path.with_name(path.name + ".new")
+    tmp.write_text(content)
+    os.replace(tmp, path)
+
+
+def test_sysfs_mode_reopens_a_file_replaced_after_a_bad_read(tree: SysfsTree) -> None:
+    src = InfinibandSysfsSource(tree.root, change_detection="sysfs")
+    src.read()
+    path = Path(tree.port_path("mlx5_0", 1), "counters", "symbol_error")
+    path.write_text("garbage\n")  # in place: the open fd sees it
+    assert "symbol_error" not in must_port(src, "mlx5_0").counters
+    _replace(path, "8\n")  # a new file: the fd still holds the old one, which keeps saying garbage
+    assert must_port(src, "mlx5_0").counters["symbol_error"] == 8
+    assert must_port(src, "mlx5_0").counters["symbol_error"] == 8
+    assert src.read_errors()["garbage"] == 1
+    src.close()
+
+
+def test_sysfs_mode_reopens_a_file_replaced_after_a_read_error(
+    tree: SysfsTree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = InfinibandSysfsSource(tree.root, change_detection="sysfs")
+    src.read()
+    path = Path(tree.port_path("mlx5_0", 1), "state")
+    broken = os.stat(path).st_ino
+    real_pread = os.pread
+
+    def pread(fd: int, size: int, offset: int) -> bytes:
+        if os.fstat(fd).st_ino == broken:
+            raise OSError(errno.EIO, "Input/output error")
+        return real_pread(fd, size, offset)
+
+    monkeypatch.setattr("exporter.sources.sysfs_files.os.pread", pread)
+    assert must_port(src, "mlx5_0").state_id is None
+    assert src.read_errors()["unreadable"] == 1
+    _replace(path, "2: INIT\n")
+    assert must_port(src, "mlx5_0").state_id == 2
+    assert src.read_errors()["unreadable"] == 1
+    src.close()
+
+
+class _Entry:
+    """A directory entry that claims another entry's inode number, on another device."""
+
+    def __init__(self, real: os.DirEntry[str], inode: int, dev: int) -> None:
+        self._real = real
+        self._inode = inode
+        self._stat = os.stat_result((real.stat().st_mode, inode, dev, *real.stat()[3:]))
+        self.name, self.path = real.name, real.path
+
+    def inode(self) -> int:
+        return self._inode
+
+    def is_dir(self) -> bool:
+        return self._real.is_dir()
+
+    def stat(self) -> os.stat_result:
+        return self._stat
+
+
+def test_same_inode_number_on_another_device_is_another_file(
+    tree: SysfsTree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Identity is (st_dev, st_ino): a file that reuses the number on another device is reopened."""
+    src = InfinibandSysfsSource(tree.root, change_detection="stat")
+    assert must_port(src, "mlx5_0").counters["symbol_error"] == 0
+    counters = os.path.join(tree.port_path("mlx5_0", 1), "counters")
+    old = os.stat(os.path.join(counters, "symbol_error"))
+    tree.add_errors("mlx5_0", 1, symbol_error=5)  # a new file (new inode) that will claim the old number
+    real_scandir = os.scandir
+
+    class Listing:
+        def __init__(self, path: str) -> None:
+            self._entries = list(real_scandir(path))
+            self._fake = os.path.realpath(path) == os.path.realpath(counters)
+
+        def __enter__(self) -> list[object]:
+            if not self._fake:
+                return list(self._entries)
+            return [
+                _Entry(e, old.st_ino, old.st_dev + 1) if e.name == "symbol_error" else e
+                for e in self._entries
+            ]
+
+        def __exit__(self, *_: object) -> None:
+            pass
+
+    monkeypatch.setattr("exporter.sources.sysfs_files.os.scandir", Listing)
+    assert must_port(src, "mlx5_0").counters["symbol_error"] == 5
+    src.close()
+
+
+def test_counters_above_their_width_are_rejected_and_counted(
+    tree: SysfsTree, source: InfinibandSysfsSource
+) -> None:
+    port = Path(tree.port_path("mlx5_1", 1))
+    (port / "counters" / "symbol_error").write_text("9" * 50 + "\n")  # a 16-bit counter
+    (port / "counters" / "link_downed").write_text("256\n")  # 8 bits
+    (port / "counters" / "port_xmit_data").write_text(f"{2**64}\n")
+    (port / "counters" / "port_rcv_data").write_text(f"{2**64 - 1}\n")  # 64 bits with PortCountersExtended
+    (port / "counters" / "port_xmit_wait").write_text(f"{2**32}\n")  # 32 bits, PortCountersExtended or not
+    (port / "hw_counters" / "np_cnp_sent").write_text(f"{2**64 + 5}\n")
+    (port / "counters_ext" / "port_xmit_data_64").write_text("1" * 30 + "\n")
+    snap = must_port(source, "mlx5_1")
+    for name in ("symbol_error", "link_downed", "port_xmit_data", "port_xmit_wait"):
+        assert name not in snap.counters, name
+    assert snap.counters["port_rcv_data"] == 2**64 - 1
+    assert snap.counters["port_rcv_errors"] == 0
+    assert "np_cnp_sent" not in snap.hw_counters
+    assert "port_xmit_data_64" not in snap.counters_ext
+    assert source.read_errors()["out_of_range"] == 6
+    (port / "counters" / "symbol_error").write_text("65535\n")
+    assert must_port(source, "mlx5_1").counters["symbol_error"] == 65535
+
+
+def test_a_static_file_recreated_under_a_reused_inode_number_is_read_again(
+    tree: SysfsTree, source: InfinibandSysfsSource
+) -> None:
+    assert must_port(source, "mlx5_0").link_layer == "InfiniBand"
+    path = Path(tree.port_path("mlx5_0", 1), "link_layer")
+    path.unlink()  # not held open: ext4 gives the next file this inode number again
+    path.write_text("Ethernet\n")
+    assert must_port(source, "mlx5_0").link_layer == "Ethernet"

@@ -112,6 +112,15 @@ def test_not_available_counter_is_absent_and_counted(tree: SysfsTree, collector:
     assert errors['{reason="garbage"}'] == 0
 
 
+def test_an_out_of_range_counter_is_absent_and_counted(
+    tree: SysfsTree, collector: InfinibandCollector
+) -> None:
+    Path(tree.port_path("mlx5_0", 1), "counters", "symbol_error").write_text("9" * 50 + "\n")
+    got = samples(collector.collect())
+    assert P0 not in got["ibpool_infiniband_symbol_error_total"]
+    assert got["ibpool_exporter_sysfs_read_errors_total"]['{reason="out_of_range"}'] == 1
+
+
 def test_link_down_keeps_rate(tree: SysfsTree, collector: InfinibandCollector) -> None:
     tree.set_link("mlx5_0", 1, up=False)
     got = samples(collector.collect())

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from simulator.sysfs_tree import SysfsTree, dgx_hcas
 from tests.helpers import SYSFS_FIXTURES
 from tests.integration.processes import free_port, http_get, ibpool_argv, start_http_program, stop, wait_until
 
@@ -207,3 +210,48 @@ def test_no_gpu_driver_means_a_failed_gpu_collector_not_a_dead_exporter() -> Non
     assert _value(text, "ibpool_exporter_collector_success", collector="gpu") == 0
     assert _value(text, "ibpool_exporter_collector_success", collector="infiniband") == 1
     assert status == 503 and "collector gpu failing" in body.decode()
+
+
+def test_a_fifo_in_the_sysfs_tree_never_wedges_metrics_or_health(tmp_path: Path) -> None:
+    """Issue 21: a counter file replaced by a FIFO hung every /metrics and /healthz for good."""
+    tree = SysfsTree(tmp_path / "sys", dgx_hcas(2))
+    port = free_port()
+    proc = start_http_program(
+        ibpool_argv(
+            "exporter",
+            "--sysfs-root",
+            str(tmp_path / "sys"),
+            "--no-collector.gpu",
+            "--no-collector.verbs",
+            "--no-collector.jobs",
+            "--web.listen-address",
+            f"127.0.0.1:{port}",
+        ),
+        port,
+    )
+    symbol_errors = "ibpool_infiniband_symbol_error_total"
+
+    def scrape() -> str:
+        status, body = http_get(port, "/metrics", timeout=60)  # generous: the old exporter never answered
+        assert status == 200
+        return body.decode()
+
+    try:
+        assert _value(scrape(), symbol_errors, device="mlx5_0") == 0
+        counter = Path(tree.port_path("mlx5_0", 1), "counters", "symbol_error")
+        counter.unlink()
+        os.mkfifo(counter)
+        text = scrape()
+        assert _value(text, symbol_errors, device="mlx5_0") is None
+        assert _value(text, symbol_errors, device="mlx5_1") == 0
+        assert (_value(text, "ibpool_exporter_sysfs_read_errors_total", reason="not_a_file") or 0) >= 1
+        assert _value(text, "ibpool_exporter_collector_success", collector="infiniband") == 1
+        status, body = http_get(port, "/healthz", timeout=60)
+        assert status == 200 and json.loads(body)["status"] == "ok"
+
+        counter.unlink()
+        tree.add_errors("mlx5_0", 1, symbol_error=3)
+        wait_until(lambda: _value(scrape(), symbol_errors, device="mlx5_0") == 3, what="the value back")
+        assert http_get(port, "/healthz", timeout=60)[0] == 200
+    finally:
+        assert stop(proc) == 0
