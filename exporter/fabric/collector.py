@@ -29,6 +29,7 @@ class FabricCollector:
     """The last complete sweep's families while they are current (see the module docstring)."""
 
     name = "fabric"
+    serves_snapshot = True  # reads the background loop's last result: runs inline, no deadline thread
 
     def __init__(self, source: BackgroundSweeper) -> None:
         self._source = source
@@ -55,6 +56,7 @@ class FabricStatusCollector:
     """How the sweeps go, served even when the data is stale (see the module docstring)."""
 
     name = "fabric_status"
+    serves_snapshot = True  # reads the background loop's last result: runs inline, no deadline thread
 
     def __init__(self, source: BackgroundSweeper) -> None:
         self._source = source

@@ -68,6 +68,7 @@ class SchedulerCollector:
     """Pool and node series of the last poll, only while they are fresh (see the module docstring)."""
 
     name = "scheduler"
+    serves_snapshot = True  # reads the background loop's last result: runs inline, no deadline thread
 
     def __init__(
         self, poller: SchedulerPoller, max_age_seconds: float, clock: Callable[[], float] = time.monotonic
@@ -88,6 +89,7 @@ class SchedulerStatusCollector:
     """`ibpool_scheduler_up` and the timestamp of the last successful poll; never fails."""
 
     name = "scheduler_status"
+    serves_snapshot = True  # reads the background loop's last result: runs inline, no deadline thread
 
     def __init__(
         self, poller: SchedulerPoller, max_age_seconds: float, clock: Callable[[], float] = time.monotonic
