@@ -22,8 +22,9 @@ RUNBOOKS_DIR = ALERTS_DIR / "runbooks"
 EXTERNAL_METRICS = ALERTS_DIR / "external" / "metrics.yaml"
 README = ALERTS_DIR / "README.md"
 
-# Labels Prometheus attaches to every scraped series (`node` by the scrape configuration, ARCHITECTURE §3).
-TARGET_LABELS = frozenset({"job", "instance", "node"})
+# Labels Prometheus attaches to scraped series: `job` and `instance`, and `node`, `pool` and `cluster` from
+# the scrape configuration (the node targets of `ibpool targets`, alerts/README.md).
+TARGET_LABELS = frozenset({"job", "instance", "node", "pool", "cluster"})
 # Series Prometheus itself makes.
 BUILTIN_METRICS: Mapping[str, frozenset[str]] = {"up": frozenset()}
 
