@@ -13,8 +13,6 @@ from typing import Any
 import pytest
 import yaml
 
-from dashboards.panels import DATASOURCE_UID
-
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "compose.yaml"
 PROMETHEUS = REPO / "deploy" / "prometheus" / "prometheus.yml"
@@ -132,13 +130,16 @@ def test_prometheus_loads_the_rules_from_alerts() -> None:
     assert all(p.startswith(f"{RULES_MOUNT}/") for p in _load(PROMETHEUS)["rule_files"])
 
 
-def test_grafana_is_provisioned_with_the_fixed_datasource_uid_and_the_json() -> None:
+def test_grafana_is_provisioned_with_the_default_prometheus_and_the_json() -> None:
+    """The dashboards' $datasource picks the default Prometheus datasource; none names a uid."""
     (prometheus,) = [
         d
         for d in _load(PROVISIONING / "datasources" / "ibpool.yaml")["datasources"]
         if d["type"] == "prometheus"
     ]
-    assert prometheus["uid"] == DATASOURCE_UID and prometheus["url"] == "http://prometheus:9090"
+    assert prometheus["isDefault"] is True and prometheus["url"] == "http://prometheus:9090"
+    for board in (REPO / "dashboards" / "json").glob("*.json"):
+        assert prometheus["uid"] not in board.read_text(), board.name
     (provider,) = _load(PROVISIONING / "dashboards" / "ibpool.yaml")["providers"]
     volumes = _load(COMPOSE)["services"]["grafana"]["volumes"]
     assert f"./dashboards/json:{provider['options']['path']}:ro" in volumes

@@ -92,5 +92,5 @@ def test_substitute_and_label_values() -> None:
 
 def test_query_promql_substitutes_everything() -> None:
     for query in all_queries():
-        text = query.promql()
+        text = re.sub(r'"\$\d+"', '""', query.promql())  # label_replace's "$1" is no variable
         assert "$" not in text, text

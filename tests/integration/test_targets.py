@@ -2,13 +2,13 @@
 
 Three nodes with four fake GPUs each, each with its own loopback address as NodeHostname
 (`distinct_hostnames`), the shipped prolog and epilog installed (`job_mapping`); partitions `training`
-(node1, node2), `inference` (node3) and `debug` (node3 too). On each node's address, a simulated node exporter (`ibpool exporter
---simulate`, 4 GPUs) reads that node's job map; the real scheduler exporter polls Slurm. `ibpool targets
---targets.address hostname` writes the file_sd list; Prometheus runs deploy/prometheus/prometheus-slurm.yml
-(its hosts, ports and cluster name pointed here, the fabric and recommender jobs dropped: they are not run)
-with both rule files. The node targets must carry node, pool and cluster, and the pool rules must give
-per-pool series, also for the GPUs a real job holds: it runs in `debug`, which arrives as `exported_pool`
-while the target's own `pool` is `debug,inference`.
+(node1, node2), `inference` (node3) and `debug` (node3 too). On each node's address a simulated node
+exporter (`ibpool exporter --simulate`, 4 GPUs) reads that node's job map; the real scheduler exporter
+polls Slurm. `ibpool targets --targets.address hostname` writes the file_sd list; Prometheus runs
+deploy/prometheus/prometheus-slurm.yml (its hosts, ports and cluster name pointed here, the fabric and
+recommender jobs dropped: they are not run) with both rule files. The node targets must carry node, pool
+and cluster, and the pool rules must give per-pool series, also for the GPUs a real job holds: it runs in
+`debug`, which arrives as `exported_pool` while the target's own `pool` is `debug,inference`.
 """
 
 from __future__ import annotations
