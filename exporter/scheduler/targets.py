@@ -1,11 +1,13 @@
 """Prometheus service discovery groups for the node exporters, from what Slurm says about its nodes.
 
-One group per node, in node order: `{"targets": ["ADDRESS:PORT"], "labels": {"node": N, "pool": P,
-"cluster": C}}`, the file_sd (and http_sd) format. `node` is Slurm's node name (what the scheduler
-exporter's `ibpool_pool_node_info{node}` names, so the per-pool rules join on it), `pool` the node's
-partitions among the pools (several joined with `,`, sorted; empty when in none), `cluster` Slurm's
-ClusterName unless given. ADDRESS is the node name, its NodeAddr or its NodeHostName. Nodes without GPU
-GRES are left out unless asked for: they run no node exporter.
+One group per node, in node order: `{"targets": ["ADDRESS:PORT"], "labels": {"node": N, "instance": N,
+"pool": P, "cluster": C}}`, the file_sd (and http_sd) format. `node` is Slurm's node name (what the
+scheduler exporter's `ibpool_pool_node_info{node}` names, so the per-pool rules join on it), and the
+`instance` too, so that the lists for ibpool's exporter and for node_exporter (another `--targets.port`)
+give one node's series the same `instance` (the rules match a port's series from both on it); `pool` the
+node's partitions among the pools (several joined with `,`, sorted; empty when in none), `cluster`
+Slurm's ClusterName unless given. ADDRESS is the node name, its NodeAddr or its NodeHostName. Nodes
+without GPU GRES are left out unless asked for: they run no node exporter.
 
 Rules: read-only (`sinfo --json`, `scontrol show config`); a file is replaced atomically (written next to
 it, then renamed), so Prometheus never reads half of one, and it is not touched when Slurm cannot be read.
@@ -79,7 +81,7 @@ def sd_groups(
             continue
         host = {"name": node.name, "addr": node.address, "hostname": node.hostname}[address]
         in_pools = sorted(p for p in set(node.partitions) if not pools or p in pools)
-        labels = {"node": node.name, "pool": ",".join(in_pools), "cluster": cluster}
+        labels = {"node": node.name, "instance": node.name, "pool": ",".join(in_pools), "cluster": cluster}
         groups.append({"targets": [f"{_host(host)}:{port}"], "labels": labels})
     return groups
 

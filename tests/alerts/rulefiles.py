@@ -13,6 +13,7 @@ from types import ModuleType
 import yaml
 
 from exporter import catalog
+from exporter.collectors.infiniband import MIRRORED
 from foundation.exposition import MetricSpec
 
 ALERTS_DIR = Path(__file__).resolve().parents[2] / "alerts"
@@ -305,6 +306,15 @@ def _specs(value: object) -> Iterator[MetricSpec]:
     elif isinstance(value, tuple | list | frozenset | set):
         for item in value:
             yield from _specs(item)
+
+
+def node_exporter_labels() -> dict[str, frozenset[str]]:
+    """node_exporter's infiniband families (rules read them beside node_exporter): name -> labels.
+
+    They are the twins of the families ibpool mirrors, `node_infiniband_*` for `ibpool_infiniband_*`,
+    with the same labels (tests/integration/test_node_exporter_parity.py checks it on the real program).
+    """
+    return {"node_" + spec.name.removeprefix("ibpool_"): frozenset(spec.labels) for spec in MIRRORED}
 
 
 def catalog_specs(module: ModuleType = catalog) -> dict[str, MetricSpec]:

@@ -130,7 +130,7 @@ def test_targets_from_slurm_feed_prometheus_and_the_pool_rules(
     assert groups == [
         {
             "targets": [f"{slurm.node_hostname(node)}:{port}"],
-            "labels": {"node": node, "pool": pool, "cluster": name},
+            "labels": {"node": node, "instance": node, "pool": pool, "cluster": name},
         }
         for node, pool in (("node1", "training"), ("node2", "training"), ("node3", "debug,inference"))
     ]

@@ -32,7 +32,7 @@ def test_one_group_per_gpu_node_with_node_pool_and_cluster() -> None:
     groups = sd_groups(parse_nodes(read("gres", "sinfo.json")), "gpu-a", 9470)
     assert groups[0] == {
         "targets": ["node1:9470"],
-        "labels": {"node": "node1", "pool": "training", "cluster": "gpu-a"},
+        "labels": {"node": "node1", "instance": "node1", "pool": "training", "cluster": "gpu-a"},
     }
     assert [g["labels"]["pool"] for g in groups] == ["training"] * 4 + ["inference"] * 4  # type: ignore[index]
     assert json.loads(render(groups)) == groups
@@ -46,7 +46,7 @@ def test_address_kinds_overlapping_and_filtered_pools() -> None:
     ]
     by_addr = sd_groups(nodes, "c", 9100, address="addr")
     assert [g["targets"] for g in by_addr] == [["[fe80::1]:9100"], ["10.0.0.2:9100"]], "sorted; no cpu1"
-    assert by_addr[1]["labels"] == {"node": "n2", "pool": "a,all,b", "cluster": "c"}
+    assert by_addr[1]["labels"] == {"node": "n2", "instance": "n2", "pool": "a,all,b", "cluster": "c"}
     pools = sd_groups(nodes, "c", 9100, address="hostname", pools=("a", "b"), all_nodes=True)
     assert [(g["targets"], g["labels"]["pool"]) for g in pools] == [  # type: ignore[index]
         (["cpu1.example:9100"], ""),
