@@ -17,9 +17,9 @@ Prometheus scrapes it the way alerts/README.md asks: jobs named `ibpool-...`, ea
 targets` gives too) and `honor_labels` false (`ibpool_gpu_job_info`'s own `job` and `pool` become
 `exported_job` and `exported_pool`); no `node` target label on the scheduler job. Every simulated node
 answers on the same address, so `instance` is made unique per node (`ADDRESS/node`), as it is on real
-hosts where each node runs its own exporter: the rules join a GPU's series on (instance, gpu), and with
-one shared `instance` those joins find eight matches and fail. Everything is scraped and
-evaluated every second.
+hosts where each node runs its own exporter: the rules join a port's series on (instance, device, port)
+and a GPU's on (instance, gpu), and with one shared `instance` those joins find eight matches and fail.
+Everything is scraped and evaluated every second.
 """
 
 from __future__ import annotations
