@@ -1,13 +1,23 @@
-"""The dashboard shell every ibpool dashboard shares: stable uid, tags, time, variables, layout."""
+"""The dashboard shell every ibpool dashboard shares: stable uid, tags, time, the scope variables
+($datasource, $cluster, $job) first, Grafana's and the changes-applied annotations, links to the others."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from grafanalib.core import GRAPH_TOOLTIP_MODE_SHARED_CROSSHAIR, Annotations, Dashboard, Templating, Time
+from grafanalib.core import (
+    GRAPH_TOOLTIP_MODE_SHARED_CROSSHAIR,
+    Annotations,
+    Dashboard,
+    DashboardLink,
+    Templating,
+    Time,
+)
 
+from dashboards.annotations import builtin, changes_applied
 from dashboards.layout import Row, grid
+from dashboards.variables import scope_variables
 
 SCHEMA_VERSION = 39  # Grafana 10.4 / 11: newer than grafanalib's default, so no old-schema migrations run
 TAGS = ["ibpool"]
@@ -20,7 +30,6 @@ def dashboard(
     rows: Sequence[Row],
     *,
     variables: Sequence[Any] = (),
-    annotations: Sequence[dict[str, Any]] = (),
 ) -> Any:
     """A dashboard with a fixed uid, UTC time, shared crosshair and rows laid out on the grid."""
     return Dashboard(
@@ -29,8 +38,18 @@ def dashboard(
         description=description,
         tags=TAGS,
         panels=grid(rows),
-        templating=Templating(list=list(variables)),
-        annotations=Annotations(list=list(annotations)),
+        templating=Templating(list=[*scope_variables(), *variables]),
+        annotations=Annotations(list=[builtin(), changes_applied()]),
+        links=[
+            DashboardLink(
+                title="ibpool",
+                type="dashboards",
+                tags=TAGS,
+                asDropdown=True,
+                includeVars=True,
+                keepTime=True,
+            )
+        ],
         time=Time("now-6h", "now"),
         refresh="1m",
         timezone="utc",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from dashboards.annotations import changes_applied
 from dashboards.base import dashboard
 from dashboards.layout import Row
 from dashboards.panels import Q, stat, table, timeseries
@@ -111,5 +110,4 @@ def build() -> Any:
         "Proposals by state, changes applied and failed, VL arbitration weights live against desired.",
         [_proposals(), _changes(), _weights()],
         variables=[label_values("target", "ibpool_changes_applied_total", "target", title="Change target")],
-        annotations=[changes_applied()],
     )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from dashboards import metrics
+from dashboards import metrics, node
 from dashboards.base import dashboard
 from dashboards.layout import Row
+from dashboards.links import row_link
 from dashboards.metrics import (
     FABRIC_CONGESTION,
     FABRIC_TX_UTILIZATION,
@@ -18,6 +19,12 @@ from dashboards.variables import label_values, tick_bytes
 
 UID = "ibpool-fabric"
 SWITCHES = 'node_desc=~"$switch"'
+# A host's HCA describes itself as "<host> <device>" (the driver's default node description): the host
+# name is the `node` of the node dashboard.
+HOST_PORTS = (
+    f'label_replace(ibpool_fabric_link_info{{{SWITCHES}, remote_desc=~"[^ ]+ .+"}},'
+    ' "node", "$1", "remote_desc", "([^ ]+) .+")'
+)
 PORT = "{{node_desc}}:{{port}}"
 FABRIC_ERRORS = (
     ("symbol_error_total", "symbol errors"),
@@ -163,8 +170,22 @@ def _topology() -> Row:
                     "remote_port": "remote port",
                 },
             ),
+            row_link(
+                table(
+                    "Host ports",
+                    [Q(HOST_PORTS)],
+                    "Switch ports cabled to a host's HCA; a row opens that host's node dashboard.",
+                    hide=("Time", "__name__", "instance", "job", "Value", "node_guid", "remote_guid"),
+                    rename={"node_desc": "switch", "remote_desc": "HCA", "remote_port": "HCA port"},
+                ),
+                node.UID,
+                "node",
+                "node",
+                "Node",
+            ),
         ],
         height=12,
+        widths=(14, 10),
     )
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from dashboards import pool
 from dashboards.base import dashboard
 from dashboards.layout import Row
+from dashboards.links import row_link, series_link
 from dashboards.metrics import POOL_ALLOCATION, POOL_GPU_UTILIZATION, POOL_IDLE_GPUS, POOL_PENDING_GPUS
 from dashboards.panels import Q, stat, table, timeseries
 from dashboards.variables import label_values
@@ -41,28 +43,38 @@ def _totals() -> Row:
     )
 
 
+def _to_pool(panel: Any) -> Any:
+    return series_link(panel, pool.UID, "pool", "pool", "Pool")
+
+
 def _pools() -> Row:
     return Row(
         "Pools",
         [
-            timeseries(
-                "GPUs per pool",
-                [Q(f"sum by (pool) (ibpool_pool_capacity_gpus{{{POOLS}}})", "{{pool}}")],
-                "none",
-                stack=True,
+            _to_pool(
+                timeseries(
+                    "GPUs per pool",
+                    [Q(f"sum by (pool) (ibpool_pool_capacity_gpus{{{POOLS}}})", "{{pool}}")],
+                    "none",
+                    stack=True,
+                )
             ),
-            timeseries(
-                "Allocation (allocated / capacity)",
-                [Q(POOL_ALLOCATION.expr(POOLS), "{{pool}}")],
-                "percentunit",
-                max_value=1,
+            _to_pool(
+                timeseries(
+                    "Allocation (allocated / capacity)",
+                    [Q(POOL_ALLOCATION.expr(POOLS), "{{pool}}")],
+                    "percentunit",
+                    max_value=1,
+                )
             ),
-            timeseries(
-                "GPU utilization (pool's nodes)",
-                [Q(POOL_GPU_UTILIZATION.expr(POOLS), "{{pool}}")],
-                "percentunit",
-                "Mean utilization of every GPU on the pool's nodes, busy or idle.",
-                max_value=1,
+            _to_pool(
+                timeseries(
+                    "GPU utilization (pool's nodes)",
+                    [Q(POOL_GPU_UTILIZATION.expr(POOLS), "{{pool}}")],
+                    "percentunit",
+                    "Mean utilization of every GPU on the pool's nodes, busy or idle.",
+                    max_value=1,
+                )
             ),
         ],
         height=9,
@@ -75,20 +87,28 @@ def _balance() -> Row:
     return Row(
         "Idle against pending",
         [
-            timeseries(
-                "Idle and pending GPUs per pool",
-                [idle, pending],
-                "none",
-                "A pool with pending GPUs while another holds idle ones is a rebalancing candidate.",
+            _to_pool(
+                timeseries(
+                    "Idle and pending GPUs per pool",
+                    [idle, pending],
+                    "none",
+                    "A pool with pending GPUs while another holds idle ones is a rebalancing candidate.",
+                )
             ),
-            table(
-                "Idle and pending now",
-                [
-                    Q(POOL_IDLE_GPUS.expr(POOLS), "idle"),
-                    Q(POOL_PENDING_GPUS.expr(POOLS), "pending"),
-                ],
-                rename={"Value #A": "idle GPUs", "Value #B": "pending GPUs"},
-                sort_by="pending GPUs",
+            row_link(
+                table(
+                    "Idle and pending now",
+                    [
+                        Q(POOL_IDLE_GPUS.expr(POOLS), "idle"),
+                        Q(POOL_PENDING_GPUS.expr(POOLS), "pending"),
+                    ],
+                    rename={"Value #A": "idle GPUs", "Value #B": "pending GPUs"},
+                    sort_by="pending GPUs",
+                ),
+                pool.UID,
+                "pool",
+                "pool",
+                "Pool",
             ),
         ],
         height=9,

@@ -21,6 +21,24 @@ EXTERNAL_METRICS: tuple[str, ...] = (
 )
 # Series Prometheus itself writes.
 BUILTIN_METRICS: tuple[str, ...] = ("ALERTS", "up")
+# node_exporter's infiniband families the node dashboard reads where ibpool runs without its mirror
+# (--no-collector.infiniband.mirror): the twins of ibpool_infiniband_*, same labels and values.
+NODE_EXPORTER_PREFIX = "node_infiniband_"
+
+
+def ib_gauge(name: str, matchers: str) -> str:
+    """A node port's gauge `ibpool_infiniband_<name>`, else node_exporter's twin (ibpool's wins)."""
+    ours, theirs = f"ibpool_infiniband_{name}{{{matchers}}}", f"{NODE_EXPORTER_PREFIX}{name}{{{matchers}}}"
+    return f"({ours} or ({theirs} unless on (instance, device, port) {ours}))"
+
+
+def ib_counter(function: str, name: str, matchers: str) -> str:
+    """`function(counter[$__rate_interval])` of a node port's counter from either source (ibpool's wins)."""
+    ours, theirs = f"ibpool_infiniband_{name}{{{matchers}}}", f"{NODE_EXPORTER_PREFIX}{name}{{{matchers}}}"
+    window = "[$__rate_interval]"
+    theirs_only = f"{function}({theirs}{window}) unless on (instance, device, port) {ours}"
+    return f"({function}({ours}{window}) or ({theirs_only}))"
+
 
 USE_RECORDING_RULES = True
 

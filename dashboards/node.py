@@ -7,7 +7,7 @@ from typing import Any
 from dashboards import metrics
 from dashboards.base import dashboard
 from dashboards.layout import Row
-from dashboards.metrics import IB_CONGESTION, IB_TX_UTILIZATION, IB_WAIT_SATURATED
+from dashboards.metrics import IB_CONGESTION, IB_TX_UTILIZATION, IB_WAIT_SATURATED, ib_counter, ib_gauge
 from dashboards.panels import Q, stat, state_timeline, table, timeseries, value_mapping
 from dashboards.variables import label_values, tick_bytes
 
@@ -168,11 +168,12 @@ def _gpu_rows() -> list[Row]:
 
 
 def _port_rows() -> list[Row]:
+    # Counters, rate and state from ibpool or, beside node_exporter, from node_infiniband_* (metrics.py).
     def ib(metric: str, legend: str = PORT) -> Q:
-        return Q(f"ibpool_infiniband_{metric}{{{PORTS}}}", legend)
+        return Q(ib_gauge(metric, PORTS), legend)
 
     def ib_rate(metric: str, legend: str, fn: str = "rate") -> Q:
-        return Q(f"{fn}(ibpool_infiniband_{metric}{{{PORTS}}}[$__rate_interval])", legend)
+        return Q(ib_counter(fn, metric, PORTS), legend)
 
     saturated = Q(IB_WAIT_SATURATED.expr(PORTS), PORT + " wait counter SATURATED")
     errors = [ib_rate(metric, f"{PORT} {name}", "increase") for metric, name in IB_ERRORS]
@@ -253,7 +254,7 @@ def build() -> Any:
         variables=[
             label_values("node", "ibpool_gpu_up", "node", title="Node", multi=False),
             label_values("gpu", 'ibpool_gpu_up{node=~"$node"}', "gpu", title="GPU"),
-            label_values("device", 'ibpool_infiniband_state_id{node=~"$node"}', "device", title="IB device"),
+            label_values("device", 'ibpool_infiniband_port_info{node=~"$node"}', "device", title="IB device"),
             *([] if metrics.USE_RECORDING_RULES else [tick_bytes()]),
         ],
     )

@@ -1,4 +1,5 @@
-"""Panel builders in the house style: the provisioned datasource everywhere, units always set.
+"""Panel builders in the house style: the `$datasource` variable everywhere, units always set, every query
+scoped to the `cluster` and `job` variables (scope.py).
 
 Builders return grafanalib panels without position or id; `layout.grid` places and numbers them.
 """
@@ -11,8 +12,10 @@ from typing import Any
 
 from grafanalib.core import Panel, Stat, StateTimeline, Table, TimeSeries
 
-DATASOURCE_UID = "ibpool-prometheus"
-DATASOURCE: Mapping[str, str] = {"type": "prometheus", "uid": DATASOURCE_UID}
+from dashboards.scope import scoped
+
+# The dashboard's `datasource` variable (variables.py): any Prometheus-type datasource, chosen on import.
+DATASOURCE: Mapping[str, str] = {"type": "prometheus", "uid": "${datasource}"}
 
 GREEN_BASE: list[dict[str, Any]] = [{"color": "green", "value": None}]
 
@@ -34,7 +37,7 @@ def targets(queries: Sequence[Q], table: bool = False) -> list[dict[str, Any]]:
             {
                 "datasource": dict(DATASOURCE),
                 "editorMode": "code",
-                "expr": q.expr,
+                "expr": scoped(q.expr),
                 "format": "table" if table else "time_series",
                 "instant": q.instant,
                 "legendFormat": q.legend or "__auto",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from dashboards.annotations import changes_applied
+from dashboards import node
 from dashboards.base import dashboard
 from dashboards.layout import Row
+from dashboards.links import row_link, series_link
 from dashboards.metrics import POOL_ALLOCATION, POOL_GPU_UTILIZATION, POOL_IDLE_GPUS, POOL_PENDING_GPUS
 from dashboards.panels import Q, stat, table, timeseries
 from dashboards.variables import label_values
@@ -78,11 +79,17 @@ def _utilization() -> Row:
                 "percentunit",
                 max_value=1,
             ),
-            timeseries(
-                "GPU utilization per node",
-                [Q(f"avg by (node) (ibpool_gpu_utilization_ratio{{{NODES}}})", "{{node}}")],
-                "percentunit",
-                max_value=1,
+            series_link(
+                timeseries(
+                    "GPU utilization per node",
+                    [Q(f"avg by (node) (ibpool_gpu_utilization_ratio{{{NODES}}})", "{{node}}")],
+                    "percentunit",
+                    max_value=1,
+                ),
+                node.UID,
+                "node",
+                "node",
+                "Node",
             ),
         ],
         height=9,
@@ -99,10 +106,16 @@ def _nodes() -> Row:
                 "none",
                 stack=True,
             ),
-            table(
-                "Node states now",
-                [Q(f"ibpool_node_state_info{{{NODES}}}")],
-                hide=("Time", "__name__", "instance", "job", "Value"),
+            row_link(
+                table(
+                    "Node states now",
+                    [Q(f"ibpool_node_state_info{{{NODES}}}")],
+                    hide=("Time", "__name__", "instance", "job", "Value"),
+                ),
+                node.UID,
+                "node",
+                "node",
+                "Node",
             ),
         ],
         height=8,
@@ -120,5 +133,4 @@ def build() -> Any:
             label_values("pool", "ibpool_pool_capacity_gpus", "pool", title="Pool"),
             label_values("node", f"ibpool_pool_node_info{{{POOLS}}}", "node", title="Node", all_value=None),
         ],
-        annotations=[changes_applied()],
     )

@@ -39,7 +39,8 @@ class Query:
 
 
 def _sample_values(board: Mapping[str, Any]) -> dict[str, str]:
-    """Query variables match anything (`.*`, used with `=~` only); text variables keep their value."""
+    """Query variables match anything (`.*`, used with `=~` only); the datasource and text variables keep
+    their query (the datasource one is never in a query)."""
     out = {}
     for var in board["templating"]["list"]:
         out[var["name"]] = ".*" if var["type"] == "query" else str(var["query"])
@@ -68,6 +69,8 @@ def dashboard_queries(uid: str, board: Mapping[str, Any]) -> list[Query]:
                 raise ValueError(f"{uid}: variable {var['name']} is not label_values(selector, label)")
             out.append(Query(uid, var["name"], "variable", var["name"], parsed[0], True, parsed[1], values))
     for ann in board["annotations"]["list"]:
+        if ann.get("builtIn"):
+            continue  # Grafana's own annotations: no query
         out.append(Query(uid, ann["name"], "annotation", ann["name"], ann["expr"], values=values))
     return out
 

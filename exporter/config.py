@@ -10,7 +10,7 @@ web:
   telemetry_path: /metrics
 collectors:
   gpu: {enabled: true, deadline_seconds: 2.0}
-  infiniband: {enabled: true, sysfs_root: /sys}
+  infiniband: {enabled: true, sysfs_root: /sys, mirror: true}   # mirror: false beside node_exporter
   verbs: {enabled: true}
   jobs: {enabled: true, directory: /run/ibpool/jobs}
 health:
@@ -44,6 +44,7 @@ class ExporterConfig:
     gpu_deadline_seconds: float = 2.0
     infiniband: bool = True
     sysfs_root: Path = Path("/sys")
+    infiniband_mirror: bool = True
     verbs: bool = True
     jobs: bool = True
     jobs_directory: Path = Path("/run/ibpool/jobs")
@@ -61,6 +62,8 @@ OPTIONS: tuple[Option, ...] = (
            "InfiniBand port metrics from sysfs"),
     Option("--sysfs-root", "collectors.infiniband.sysfs_root", "sysfs_root", Path, "sysfs mount point (/sys)",
            aliases=("--path.sysfs",)),
+    Option("--collector.infiniband.mirror", "collectors.infiniband.mirror", "infiniband_mirror", bool,
+           "also serve the families node_exporter's infiniband collector has (off: only what it lacks)"),
     Option("--collector.verbs", "collectors.verbs.enabled", "verbs", bool,
            "MTU from verbs (pyverbs), when it imports and finds devices"),
     Option("--collector.jobs", "collectors.jobs.enabled", "jobs", bool, "GPU-to-job attribution"),

@@ -93,7 +93,8 @@ def _collectors(
         deadlines[gpu.name] = cfg.gpu_deadline_seconds
     if cfg.infiniband:
         verbs = VerbsMtuSource() if cfg.verbs and hardware.verbs else None
-        collectors.append(InfinibandCollector(InfinibandSysfsSource(hardware.sysfs_root), verbs))
+        source = InfinibandSysfsSource(hardware.sysfs_root)
+        collectors.append(InfinibandCollector(source, verbs, mirror=cfg.infiniband_mirror))
     if cfg.jobs:
         collectors.append(JobsCollector(JobMapSource(cfg.jobs_directory), gpu.uuid_of if gpu else None))
     return collectors, deadlines, gpu

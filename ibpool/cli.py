@@ -39,6 +39,10 @@ COMMANDS: dict[str, Command] = {
     "scheduler-exporter": Command(
         "exporter.scheduler.main", "Slurm pools: capacity, allocated and pending GPUs, jobs, node states"
     ),
+    "targets": Command(
+        "exporter.scheduler.targets_main",
+        "Prometheus file_sd targets (node, pool, cluster labels), from Slurm",
+    ),
     "recommend": Command(
         "recommender.cli", "propose pool moves and VL-weight changes from the time series (--once: one cycle)"
     ),

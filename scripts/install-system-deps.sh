@@ -3,7 +3,7 @@
 # the tests start the programs they need on loopback.
 set -euo pipefail
 packages=(
-  python3 python3-venv python3-pyverbs openssl curl
+  python3 python3-venv python3-pyverbs openssl curl systemd
   prometheus prometheus-node-exporter prometheus-alertmanager victoria-metrics
   opensm ibsim-utils infiniband-diags slurm-wlm munge
   chromium

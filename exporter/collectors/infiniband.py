@@ -1,9 +1,12 @@
 """InfiniBand collector: maps sysfs (and optional verbs) snapshots to the `ibpool_infiniband_*` families.
 
 Every `node_infiniband_*` sample of node_exporter 1.5.0 has an `ibpool_infiniband_*` twin with the same
-labels and value; on top come port_info, link width, MTUs, hw_counters, 32-bit saturation flags and the
-read-error counter. Label strings are rendered once per port and reused, so a scrape appends
-(label string, value) pairs and creates no other objects than the families and their lists.
+labels and value (the `MIRRORED` families); on top come port_info, link width, MTUs, hw_counters, 32-bit
+saturation flags and the read-error counter. With `mirror=False` (`--no-collector.infiniband.mirror`,
+for hosts where node_exporter's infiniband collector already runs) the mirrored families are left out and
+only what node_exporter lacks is served; the counters are still read for the saturation flags. Label
+strings are rendered once per port and reused, so a scrape appends (label string, value) pairs and
+creates no other objects than the families and their lists.
 """
 
 from __future__ import annotations
@@ -66,12 +69,26 @@ class _PortLabels:
         return self.info
 
 
+MIRRORED: frozenset[MetricSpec] = frozenset(
+    {
+        catalog.IB_INFO,
+        catalog.IB_STATE_ID,
+        catalog.IB_PHYSICAL_STATE_ID,
+        catalog.IB_RATE,
+        *(spec for spec, _ in catalog.IB_COUNTERS.values()),
+        *(spec for spec, _ in catalog.IB_LEGACY_COUNTERS.values()),
+    }
+)  # the families node_exporter's infiniband collector also serves (as node_infiniband_*)
+
+
 class InfinibandCollector:
     """The `infiniband` collector: one sysfs read (plus cached verbs MTUs) per scrape."""
 
     name = "infiniband"
 
-    def __init__(self, source: InfinibandSysfsSource, verbs: VerbsMtuSource | None = None) -> None:
+    def __init__(
+        self, source: InfinibandSysfsSource, verbs: VerbsMtuSource | None = None, *, mirror: bool = True
+    ) -> None:
         self._source = source
         self._verbs = verbs if verbs is not None and verbs.available else None
         self._specs: list[MetricSpec] = [
@@ -91,6 +108,7 @@ class InfinibandCollector:
         self._legacy_plan = self._plan(catalog.IB_LEGACY_COUNTERS)
         self._labels: dict[tuple[str, int], _PortLabels] = {}
         self._device_labels: dict[DeviceInfo, str] = {}
+        self._served = [mirror or spec not in MIRRORED for spec in self._specs]
 
     def _plan(self, table: dict[str, tuple[MetricSpec, int]]) -> dict[str, tuple[int, int]]:
         """sysfs file -> (index of its family in self._specs, multiplier)."""
@@ -113,7 +131,7 @@ class InfinibandCollector:
         errors = families[10]
         for reason, count in self._source.read_errors().items():
             errors.add((reason,), count)
-        return families
+        return [family for family, served in zip(families, self._served, strict=True) if served]
 
     def close(self) -> None:
         """Close the sources' handles."""

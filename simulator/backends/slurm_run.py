@@ -288,7 +288,7 @@ class Slurm(StartStop):
         lines.extend(self.extra_conf)
         for node, port in self.node_ports.items():
             lines.append(
-                f"NodeName={node} NodeHostname=localhost NodeAddr=127.0.0.1 Port={port} "
+                f"NodeName={node} NodeHostname={self.node_hostname(node)} NodeAddr=127.0.0.1 Port={port} "
                 f"CPUs={self.cpus_per_node} RealMemory=500{gres} State=UNKNOWN"
             )
         for index, (name, members) in enumerate(self.partitions.items()):
@@ -296,6 +296,11 @@ class Slurm(StartStop):
             default = "YES" if index == 0 else "NO"
             lines.append(f"PartitionName={name}{nodes} Default={default} MaxTime=INFINITE State=UP")
         self.conf_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def node_hostname(self, node: str) -> str:
+        """`node`'s NodeHostname in slurm.conf (every slurmd listens on 127.0.0.1, its NodeAddr)."""
+        del node
+        return "localhost"
 
     def _spawn(self, name: str, *args: str, log: str) -> subprocess.Popen[bytes]:
         path = program(name, self.binaries.get(name), SlurmError)

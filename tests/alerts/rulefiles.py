@@ -13,6 +13,7 @@ from types import ModuleType
 import yaml
 
 from exporter import catalog
+from exporter.collectors.infiniband import MIRRORED
 from foundation.exposition import MetricSpec
 
 ALERTS_DIR = Path(__file__).resolve().parents[2] / "alerts"
@@ -22,8 +23,9 @@ RUNBOOKS_DIR = ALERTS_DIR / "runbooks"
 EXTERNAL_METRICS = ALERTS_DIR / "external" / "metrics.yaml"
 README = ALERTS_DIR / "README.md"
 
-# Labels Prometheus attaches to every scraped series (`node` by the scrape config, docs/architecture.md §4).
-TARGET_LABELS = frozenset({"job", "instance", "node"})
+# Labels Prometheus attaches to scraped series: `job` and `instance`, and `node`, `pool` and `cluster` from
+# the scrape configuration (the node targets of `ibpool targets`, alerts/README.md).
+TARGET_LABELS = frozenset({"job", "instance", "node", "pool", "cluster"})
 # Series Prometheus itself makes.
 BUILTIN_METRICS: Mapping[str, frozenset[str]] = {"up": frozenset()}
 
@@ -304,6 +306,15 @@ def _specs(value: object) -> Iterator[MetricSpec]:
     elif isinstance(value, tuple | list | frozenset | set):
         for item in value:
             yield from _specs(item)
+
+
+def node_exporter_labels() -> dict[str, frozenset[str]]:
+    """node_exporter's infiniband families (rules read them beside node_exporter): name -> labels.
+
+    They are the twins of the families ibpool mirrors, `node_infiniband_*` for `ibpool_infiniband_*`,
+    with the same labels (tests/integration/test_node_exporter_parity.py checks it on the real program).
+    """
+    return {"node_" + spec.name.removeprefix("ibpool_"): frozenset(spec.labels) for spec in MIRRORED}
 
 
 def catalog_specs(module: ModuleType = catalog) -> dict[str, MetricSpec]:

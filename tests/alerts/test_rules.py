@@ -28,6 +28,7 @@ from tests.alerts.rulefiles import (
     external_metrics,
     fixture_rule_files,
     load_rule_file,
+    node_exporter_labels,
     promtool_files,
     recording_rules,
     shipped_rule_files,
@@ -245,6 +246,8 @@ def _known_labels() -> dict[str, frozenset[str]]:
     for name, metric in external_metrics().items():
         known[name] = frozenset(metric.labels) | TARGET_LABELS
     for name, labels in BUILTIN_METRICS.items():
+        known[name] = labels | TARGET_LABELS
+    for name, labels in node_exporter_labels().items():
         known[name] = labels | TARGET_LABELS
     return known
 

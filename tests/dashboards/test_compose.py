@@ -13,14 +13,12 @@ from typing import Any
 import pytest
 import yaml
 
-from dashboards.panels import DATASOURCE_UID
-
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "compose.yaml"
 PROMETHEUS = REPO / "deploy" / "prometheus" / "prometheus.yml"
 ALERTMANAGER = REPO / "deploy" / "alertmanager" / "alertmanager.yml"
 PROVISIONING = REPO / "dashboards" / "provisioning"
-IBPOOL_SERVICES = {"exporter", "fabric-exporter", "scheduler-exporter", "recommender"}
+IBPOOL_SERVICES = {"cluster", "recommender"}
 RULES_MOUNT = "/etc/prometheus/rules"
 SERVICES = IBPOOL_SERVICES | {"prometheus", "alertmanager", "grafana", "influxdb", "telegraf"}
 
@@ -85,38 +83,45 @@ def test_alertmanager_config_is_valid() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def _static_targets(job: dict[str, Any]) -> set[str]:
+    return {target for group in job.get("static_configs", []) for target in group["targets"]}
+
+
 def test_ibpool_services_share_one_image_and_are_scraped_where_they_listen() -> None:
     services = _load(COMPOSE)["services"]
-    targets = {
-        target
-        for job in _load(PROMETHEUS)["scrape_configs"]
-        for group in job.get("static_configs", [])
-        for target in group["targets"]
-    }
+    jobs = {job["job_name"]: job for job in _load(PROMETHEUS)["scrape_configs"]}
+    listening = {}
     for name in IBPOOL_SERVICES:
         service = services[name]
         assert service["build"] == "." and service["image"] == "ibpool:local", name
         command = service["command"]
-        port = command[command.index("--web.listen-address") + 1].rsplit(":", 1)[1]
-        assert f"{name}:{port}" in targets, name
-    assert "--simulate" in services["exporter"]["command"]
+        listening[name] = f"{name}:{command[command.index('--web.listen-address') + 1].rsplit(':', 1)[1]}"
+    assert services["cluster"]["command"][0] == "simulate"
     assert services["recommender"]["command"][0] == "recommend"
+    # the simulated cluster serves every node (http_sd), the fabric and the scheduler pages on one port
+    (sd,) = jobs["ibpool-node"]["http_sd_configs"]
+    assert sd["url"] == f"http://{listening['cluster']}/targets"
+    assert _static_targets(jobs["ibpool-fabric"]) == {listening["cluster"]}
+    assert jobs["ibpool-fabric"]["metrics_path"] == "/fabric/metrics"
+    assert _static_targets(jobs["ibpool-scheduler"]) == {listening["cluster"]}
+    assert jobs["ibpool-scheduler"]["metrics_path"] == "/scheduler/metrics"
+    assert _static_targets(jobs["ibpool-recommender"]) == {listening["recommender"]}
     dockerfile = (REPO / "Dockerfile").read_text()
     assert "FROM python:3.11-slim" in dockerfile and 'ENTRYPOINT ["ibpool"]' in dockerfile
 
 
 def test_scrape_jobs_are_what_the_rules_expect() -> None:
-    """alerts/README.md: jobs named `ibpool...`, node exporters carry `node`, the scheduler does not."""
+    """alerts/README.md: jobs named `ibpool...`; `node` comes from discovery, on the node targets only."""
     jobs = {job["job_name"]: job for job in _load(PROMETHEUS)["scrape_configs"]}
     ibpool = {name for name in jobs if name.startswith("ibpool")}
-    assert len(ibpool) == len(IBPOOL_SERVICES)
+    assert ibpool == {"ibpool-node", "ibpool-fabric", "ibpool-scheduler", "ibpool-recommender"}
     for name in ibpool:
         assert not jobs[name].get("honor_labels", False), name
-    node_labels = {
-        name: [g.get("labels", {}).get("node") for g in jobs[name]["static_configs"]] for name in ibpool
-    }
-    assert all(node_labels["ibpool-exporter"]), "every node exporter target needs its `node` label"
-    assert not any(node_labels["ibpool-scheduler"]), "the scheduler's series carry `node` themselves"
+    groups = [group for name in ibpool for group in jobs[name].get("static_configs", [])]
+    static_node_labels = [group.get("labels", {}).get("node") for group in groups]
+    assert not any(static_node_labels), "only the node exporters carry `node` (from the targets' labels)"
+    instance = jobs["ibpool-node"]["relabel_configs"][0]
+    assert instance["source_labels"] == ["__address__", "node"] and instance["target_label"] == "instance"
 
 
 def test_prometheus_loads_the_rules_from_alerts() -> None:
@@ -125,13 +130,16 @@ def test_prometheus_loads_the_rules_from_alerts() -> None:
     assert all(p.startswith(f"{RULES_MOUNT}/") for p in _load(PROMETHEUS)["rule_files"])
 
 
-def test_grafana_is_provisioned_with_the_fixed_datasource_uid_and_the_json() -> None:
+def test_grafana_is_provisioned_with_the_default_prometheus_and_the_json() -> None:
+    """The dashboards' $datasource picks the default Prometheus datasource; none names a uid."""
     (prometheus,) = [
         d
         for d in _load(PROVISIONING / "datasources" / "ibpool.yaml")["datasources"]
         if d["type"] == "prometheus"
     ]
-    assert prometheus["uid"] == DATASOURCE_UID and prometheus["url"] == "http://prometheus:9090"
+    assert prometheus["isDefault"] is True and prometheus["url"] == "http://prometheus:9090"
+    for board in (REPO / "dashboards" / "json").glob("*.json"):
+        assert prometheus["uid"] not in board.read_text(), board.name
     (provider,) = _load(PROVISIONING / "dashboards" / "ibpool.yaml")["providers"]
     volumes = _load(COMPOSE)["services"]["grafana"]["volumes"]
     assert f"./dashboards/json:{provider['options']['path']}:ro" in volumes

@@ -1,4 +1,4 @@
-"""House style (docs/architecture.md §3): stable uids, one provisioned datasource, $__rate_interval, units."""
+"""House style (docs/architecture.md §3): stable uids, the $datasource variable, $__rate_interval, units."""
 
 from __future__ import annotations
 
@@ -49,9 +49,11 @@ def test_uids_are_the_stable_ones_and_name_the_files() -> None:
 
 
 @pytest.mark.parametrize("uid", sorted(UIDS))
-def test_only_the_provisioned_datasource_is_used(uid: str) -> None:
+def test_only_the_datasource_variable_is_used(uid: str) -> None:
     board = BOARDS[uid]
-    assert all(ds is None or ds == DATASOURCE for ds in _datasources(board))
+    builtin = [a for a in board["annotations"]["list"] if a.get("builtIn")]
+    grafana = [a["datasource"] for a in builtin]
+    assert all(ds is None or ds == DATASOURCE or ds in grafana for ds in _datasources(board))
     for panel in _panels(board):
         if panel["type"] != "row":
             assert panel["datasource"] == DATASOURCE, panel["title"]
@@ -61,7 +63,8 @@ def test_only_the_provisioned_datasource_is_used(uid: str) -> None:
         if var["type"] == "query":
             assert var["datasource"] == DATASOURCE, var["name"]
     for ann in board["annotations"]["list"]:
-        assert ann["datasource"] == DATASOURCE, ann["name"]
+        if not ann.get("builtIn"):
+            assert ann["datasource"] == DATASOURCE, ann["name"]
 
 
 @pytest.mark.parametrize("query", QUERIES, ids=_qid)
@@ -115,5 +118,5 @@ def test_pool_node_and_device_variables_exist() -> None:
 
 
 def test_moves_are_annotations_on_the_pool_dashboard() -> None:
-    (ann,) = BOARDS["ibpool-pool"]["annotations"]["list"]
+    (ann,) = [a for a in BOARDS["ibpool-pool"]["annotations"]["list"] if not a.get("builtIn")]
     assert "ibpool_changes_applied_total" in ann["expr"] and "increase(" in ann["expr"]

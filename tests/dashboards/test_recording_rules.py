@@ -17,15 +17,15 @@ from dashboards.queries import Query, all_queries, dashboard_queries
 from tests.alerts.promql import selectors
 
 ALERTS = Path(__file__).resolve().parents[2] / "alerts"
-TARGET_LABELS = {"job", "instance"}
+TARGET_LABELS = {"job", "instance", "cluster"}
 # Output labels of each rule level (alerts/recording_rules.yml, header comment).
 LEVEL_LABELS = {
     "fleet": set(),
     "hca_type": {"hca_type"},
-    "port": {"node", "instance", "job", "device", "port"},
-    "fabric_port": {"instance", "job", "node_guid", "port", "node_desc"},
-    "fabric_port_vl": {"instance", "job", "node_guid", "port", "node_desc", "vl"},
-    "pool": {"pool"},
+    "port": {"cluster", "node", "instance", "job", "device", "port"},
+    "fabric_port": {"cluster", "instance", "job", "node_guid", "port", "node_desc"},
+    "fabric_port_vl": {"cluster", "instance", "job", "node_guid", "port", "node_desc", "vl"},
+    "pool": {"cluster", "pool"},
 }
 
 

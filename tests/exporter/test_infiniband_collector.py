@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from exporter.collectors.infiniband import InfinibandCollector
+from exporter.collectors.infiniband import MIRRORED, InfinibandCollector
+from exporter.config import load_config
 from exporter.sources.ib_sysfs import InfinibandSysfsSource
 from exporter.sources.verbs import PortMtu, VerbsBackend, VerbsContext, VerbsMtuSource
 from foundation.collector import Collector
@@ -261,3 +262,39 @@ def test_golden_exposition_on_real_fixtures() -> None:
         GOLDEN.parent.mkdir(exist_ok=True)
         GOLDEN.write_text("\n".join(got) + "\n")
     assert got == GOLDEN.read_text().splitlines()
+
+
+def test_without_mirror_only_what_node_exporter_lacks(tree: SysfsTree) -> None:
+    """Beside node_exporter: none of the node_infiniband_* twins; port info, width, hw counters and the
+    saturation flags (still computed from the counters) stay."""
+    full = InfinibandCollector(InfinibandSysfsSource(tree.root))
+    lean = InfinibandCollector(InfinibandSysfsSource(tree.root), mirror=False)
+    try:
+        tree.saturate("mlx5_0", 1, "port_xmit_wait")
+        everything, served = samples(full.collect()), samples(lean.collect())
+    finally:
+        full.close()
+        lean.close()
+    mirrored = {spec.name for spec in MIRRORED}
+    # 4 port facts, 22 counters and 8 legacy (counters_ext) counters: node_exporter has every one
+    assert len(mirrored) == 34 and mirrored <= set(everything)
+    assert set(served) == set(everything) - mirrored
+    assert {
+        "ibpool_infiniband_port_info",
+        "ibpool_infiniband_link_width_lanes",
+        "ibpool_infiniband_hw_counter_total",
+        "ibpool_infiniband_counter_saturated",
+    } <= set(served)
+    flag = '{device="mlx5_0",port="1",counter="port_xmit_wait"}'
+    assert served["ibpool_infiniband_counter_saturated"][flag] == 1
+    for name in served:
+        assert served[name] == everything[name], name
+
+
+def test_mirror_is_a_flag_and_a_yaml_key(tmp_path: Path) -> None:
+    flags = ["--no-collector.infiniband.mirror", "--sysfs-root", str(tmp_path)]
+    assert load_config(flags).infiniband_mirror is False
+    config = tmp_path / "exporter.yml"
+    config.write_text(f"collectors:\n  infiniband: {{sysfs_root: {tmp_path}, mirror: false}}\n")
+    assert load_config(["--config.file", str(config)]).infiniband_mirror is False
+    assert load_config(["--sysfs-root", str(tmp_path)]).infiniband_mirror is True

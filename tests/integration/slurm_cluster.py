@@ -17,6 +17,13 @@ a symlink to /dev/null under the cluster's directory; `Gres=gpu:N` then register
     cluster.scontrol("update", "NodeName=node3", "State=DRAIN", "Reason=test")
     cluster.stop()
 
+With `job_mapping=True` the shipped prolog and epilog (deploy/slurm) are installed as docs/deploy.md says
+(`Prolog=`, `Epilog=`, `PrologFlags=Alloc`), each node writing into its own `job_map_directory(node)`
+(all slurmd share this host) through the documented wrapper that sets IBPOOL_JOBS_DIRECTORY. With
+`distinct_hostnames=True` node K's NodeHostname is 127.0.0.(K+1) (slurmd still listens on 127.0.0.1, its
+NodeAddr), so that a per-node service (a node exporter) can listen on the same port at each node's own
+host name, as on real hosts.
+
 Starting and stopping is the product's (`simulator.backends.slurm_run.Slurm`: each daemon in its own
 process group, everything stopped when a start fails part-way); this module adds the test helpers.
 """
@@ -29,6 +36,7 @@ from pathlib import Path
 from simulator.backends.errors import SlurmError
 from simulator.backends.processes import free_ports, poll_until
 from simulator.backends.slurm_run import MUNGE_DIR, MUNGE_KEY, PROGRAMS, Slurm, ensure_munged, unavailable
+from tests.integration.processes import REPO
 
 __all__ = [
     "MUNGE_DIR",
@@ -43,6 +51,7 @@ __all__ = [
 ]
 
 SlurmClusterError = SlurmError  # the test cluster could not be started, or a command against it failed
+SLURM_SCRIPTS = REPO / "deploy" / "slurm"
 
 
 def slurm_skip_reason() -> str | None:
@@ -69,11 +78,16 @@ class SlurmCluster(Slurm):
         scheduler_parameters: str = "batch_sched_delay=0",
         extra_conf: Sequence[str] = (),
         node_names: Sequence[str] | None = None,
+        job_mapping: bool = False,
+        distinct_hostnames: bool = False,
     ) -> None:
         if node_names is None:
             if not 1 <= nodes <= 64:
                 raise ValueError("nodes must be between 1 and 64")
             node_names = [f"node{i}" for i in range(1, nodes + 1)]
+        self.distinct_hostnames = distinct_hostnames
+        if job_mapping:
+            extra_conf = [*extra_conf, *self._job_mapping_conf(Path(root).resolve())]
         super().__init__(
             root,
             node_names,
@@ -83,6 +97,30 @@ class SlurmCluster(Slurm):
             scheduler_parameters=scheduler_parameters,
             extra_conf=extra_conf,
         )
+
+    @staticmethod
+    def _job_mapping_conf(root: Path) -> list[str]:
+        """slurm.conf lines running the shipped prolog and epilog through per-cluster wrappers."""
+        root.mkdir(parents=True, exist_ok=True)
+        lines = []
+        for key, script in (("Prolog", "ibpool-prolog"), ("Epilog", "ibpool-epilog")):
+            wrapper = root / script
+            wrapper.write_text(
+                f'#!/bin/sh\nIBPOOL_JOBS_DIRECTORY="{root}/job-map/%n" exec {SLURM_SCRIPTS / script}\n'
+            )
+            wrapper.chmod(0o755)
+            lines.append(f"{key}={wrapper}")
+        return [*lines, "PrologFlags=Alloc"]
+
+    def node_hostname(self, node: str) -> str:
+        """127.0.0.(K+1) for the K-th node with `distinct_hostnames`, else localhost."""
+        if not self.distinct_hostnames:
+            return super().node_hostname(node)
+        return f"127.0.0.{self.node_names.index(node) + 2}"
+
+    def job_map_directory(self, node: str) -> Path:
+        """Where the prolog writes `node`'s GPU-to-job mapping (with `job_mapping=True`)."""
+        return self.root / "job-map" / node
 
     def __enter__(self) -> SlurmCluster:
         self.start()

@@ -12,14 +12,14 @@ speed N every rate, the congestion ratio included, reads N times higher, and a p
 time at NDR fills its 32-bit PortXmitWait after 50/N s); the alert test freezes it and moves it with
 POST /-/control/advance, so what the counters hold does not depend on how fast this machine is.
 
-Prometheus scrapes it the way alerts/README.md asks: jobs named `ibpool-...`; node targets from http_sd
-with the `node` target label and `honor_labels` false (`ibpool_gpu_job_info`'s own `job` becomes
-`exported_job`); the simulator's `pool` target label dropped, so `ibpool_gpu_job_info` keeps its own
-`pool`; no `node` target label on the scheduler job. Every simulated node answers on the same address,
-so `instance` is made unique per node (`ADDRESS/node`), as it is on real hosts where each node runs its own
-exporter: the rules join a port's series on (instance, job, device, port) and a GPU's on (instance, gpu),
-and with one shared `instance` those joins find eight matches and fail. Everything is scraped and
-evaluated every second.
+Prometheus scrapes it the way alerts/README.md asks: jobs named `ibpool-...`, each with the same
+`cluster` target label; node targets from http_sd with the `node` and `pool` target labels (what `ibpool
+targets` gives too) and `honor_labels` false (`ibpool_gpu_job_info`'s own `job` and `pool` become
+`exported_job` and `exported_pool`); no `node` target label on the scheduler job. Every simulated node
+answers on the same address, so `instance` is made unique per node (`ADDRESS/node`), as it is on real
+hosts where each node runs its own exporter: the rules join a port's series on (instance, device, port)
+and a GPU's on (instance, gpu), and with one shared `instance` those joins find eight matches and fail.
+Everything is scraped and evaluated every second.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dashboards.build import as_dicts
 from dashboards.promql import BUILTIN_VARIABLES, variables
 from dashboards.queries import Query, all_queries
 from simulator.cluster.model import ClusterModel
@@ -63,14 +64,14 @@ scrape_configs:
   - job_name: ibpool-node
     http_sd_configs: [{{url: "http://127.0.0.1:{port}/targets", refresh_interval: 2s}}]
     relabel_configs:
-      - {{action: labeldrop, regex: pool}}
       - {{source_labels: [__address__, node], separator: /, target_label: instance}}
+      - {{target_label: cluster, replacement: sim}}
   - job_name: ibpool-fabric
     metrics_path: /fabric/metrics
-    static_configs: [{{targets: ["127.0.0.1:{port}"]}}]
+    static_configs: [{{targets: ["127.0.0.1:{port}"], labels: {{cluster: sim}}}}]
   - job_name: ibpool-scheduler
     metrics_path: /scheduler/metrics
-    static_configs: [{{targets: ["127.0.0.1:{port}"]}}]
+    static_configs: [{{targets: ["127.0.0.1:{port}"], labels: {{cluster: sim}}}}]
 """
 
 # Where the faults go (all outside the pools, so the congested jobs keep running).
@@ -168,8 +169,10 @@ EXPECTED_EMPTY: dict[tuple[str, str, str], str] = {
     ("ibpool-fabric", "Port errors", "H"): NO_FAULT_FOR_IT,
     # The Decisions dashboard and the change annotations read what the recommender and hooks export
     # (alerts/external/metrics.yaml); nothing exports them here yet.
-    ("ibpool-pool", "Changes applied", "Changes applied"): NOT_PRODUCED_BY_THE_SIMULATION,
-    ("ibpool-decisions", "Changes applied", "Changes applied"): NOT_PRODUCED_BY_THE_SIMULATION,
+    **{
+        (uid, "Changes applied", "Changes applied"): NOT_PRODUCED_BY_THE_SIMULATION
+        for uid in ("ibpool-fleet", "ibpool-pool", "ibpool-node", "ibpool-fabric", "ibpool-decisions")
+    },
     ("ibpool-decisions", "target", "target"): NOT_PRODUCED_BY_THE_SIMULATION,
     ("ibpool-decisions", "Pending", "A"): NOT_PRODUCED_BY_THE_SIMULATION,
     ("ibpool-decisions", "Approved", "A"): NOT_PRODUCED_BY_THE_SIMULATION,
@@ -281,9 +284,34 @@ def test_every_dashboard_query_runs_and_has_data_where_the_simulation_makes_it(t
         for q in run.with_data:
             for var in _query_variables(q):
                 options = values.get((q.dashboard_uid, var), [])
-                if options and not any(_has_data(prom, q, {var: re.escape(v)}) for v in options):
+                if options and not any(_has_data(prom, q, {var: _regex(v)}) for v in options):
                     unmatched.append(f"{_name(q)} with ${var} in {options}")
         assert not unmatched, f"no listed value of the variable selects data: {unmatched}"
+
+        # A drill-down link takes its value from a label (or table field): every series has it.
+        unlabelled = [
+            f"{_name(q)} lacks {label}"
+            for q in run.with_data
+            for label in drill_down_labels().get((q.dashboard_uid, q.title), ())
+            if not all(s["metric"].get(label) for s in prom.query(q.promql()))
+        ]
+        assert not unlabelled, unlabelled
+
+
+def _regex(value: str) -> str:
+    """`value` as an exact regex inside a PromQL string (its backslashes escaped once more)."""
+    return re.escape(value).replace("\\", "\\\\")
+
+
+def drill_down_labels() -> dict[tuple[str, str], set[str]]:
+    """(dashboard uid, panel title) -> the labels its data links read (series labels, table fields)."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for uid, board in as_dicts().items():
+        for panel in board["panels"]:
+            for link in panel.get("fieldConfig", {}).get("defaults", {}).get("links", []):
+                for label in re.findall(r"\$\{__(?:field\.labels|data\.fields)\.(\w+)\}", link["url"]):
+                    out.setdefault((uid, panel["title"]), set()).add(label)
+    return out
 
 
 def _query_variables(q: Query) -> list[str]:
