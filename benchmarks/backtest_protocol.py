@@ -156,11 +156,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--held-out", action="store_true", help="also run the held-out busier items (final reports only)"
     )
+    parser.add_argument(
+        "--no-profile",
+        action="store_true",
+        help="the planner without its time-of-day profile (to measure it)",
+    )
     args = parser.parse_args(argv)
     source = load_trace(args.trace)
     per_day = round(1440 / source.step_min)
     base = slice_trace(source, 0, min(source.steps, DAYS * per_day))
-    config = BacktestConfig()
+    config = BacktestConfig(profile=not args.no_profile)
     summary: dict[str, Any] = {}
     met_all = 0
     every = items(base) + (held_out_items(base) if args.held_out else [])

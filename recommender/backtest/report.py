@@ -37,6 +37,7 @@ class BacktestConfig:
 
     model: ModelParams = field(default_factory=ModelParams)
     policy: RebalanceParams = field(default_factory=RebalanceParams)
+    profile: bool = True  # the planner's time-of-day profile; off only to measure what it adds
 
 
 @dataclass
@@ -62,7 +63,7 @@ def run_strategies(
     blocked: dict[str, float] = {}
     results["static"] = run(prepared, StaticStrategy(), config.model, first, stop)
     if "policy" in wanted:
-        policy = PolicyStrategy(prepared, config.policy, config.model)
+        policy = PolicyStrategy(prepared, config.policy, config.model, profile=config.profile)
         policy.first, policy.stop = first, stop
         results["policy"] = run(prepared, policy, config.model, first, stop)
         blocked = {k: round(v, 1) for k, v in sorted(policy.blocked.items(), key=lambda kv: -kv[1])}
