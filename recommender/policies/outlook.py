@@ -10,12 +10,13 @@ The planner asks these questions of a pool, about a demand level in GPUs:
   pool's **time-of-day profile** forecasts better than persistence (`recommender/policies/profile.py`
   checks it on the days already seen), the profile's forecast is used instead;
 - as a **donor**, `idle(level)`: how long its demand is expected to stay at or below `level`: until a
-  calibrated profile expects it above (foreseen: a take-back can then be made in time, `demand_soon`), else
-  as long as it already has (persistence); `rises(level, horizon)`: how often its demand rose above `level` over the trailing
-  window of the loan's scale (a dip shorter than `gap_min`, the drain, is not a new rise: a node recalled
-  at the first rise is still on its way), each rise being a take-back and a drain's wait had the node been
-  lent, with the demand minutes of that window, which the wait target is a share of; and
-  `busy_minutes()`, its demand minutes over the whole history (a pool with too few is sparse).
+  calibrated profile expects it above (foreseen: a take-back can then be made in time, `demand_soon`),
+  else as long as it already has (persistence); `rises(level, horizon)`: how often its demand rose above
+  `level` over the shortest trailing window that covers the idle span (a dip shorter than `gap_min`, the
+  drain, is not a new rise: a node recalled at the first rise is still on its way), each rise being a
+  take-back and a drain's wait had the node been lent, with the demand minutes of that window, which the
+  wait target is a share of; and `busy_minutes()`, its demand minutes over the whole history (a pool with
+  too few is sparse).
 
 `DemandHistory` answers from the trailing samples only (the live recommender and the backtest's policy);
 the backtest's hindsight planner answers the same questions from the future instead.
@@ -48,8 +49,8 @@ class Outlook(Protocol):
         ...
 
     def rises(self, level: int, horizon_min: float) -> tuple[int, int, float]:
-        """Over the trailing window that forecasts `horizon_min` (the one closest to it): times the demand
-        rose above `level`, minutes with demand, and the minutes the window holds."""
+        """Over the shortest trailing window that covers `horizon_min`: times the demand rose above
+        `level`, minutes with demand, and the minutes the window holds."""
         ...
 
     def busy_minutes(self) -> int:
@@ -240,8 +241,9 @@ class DemandHistory:
         return self.now - since
 
     def rises(self, level: int, horizon_min: float) -> tuple[int, int, float]:
-        """See `Outlook.rises`."""
-        window = self.window_for(horizon_min)
+        """See `Outlook.rises`: over the shortest window that covers `horizon_min` (the idle span it vouches
+        for; the history if none does)."""
+        window = next((w for w in self.windows if w.span >= horizon_min), self.windows[-1])
         return window.rises(level), window.busy(), window.held_min()
 
     def busy_minutes(self) -> int:

@@ -8,10 +8,11 @@ Its forecast of a slot is the median, over the previous days, of the same slot's
 profile's (from the days before), the last day's median slot whatever the hour (a level with no time of
 day: a profile must beat it to show a *daily* pattern, not just an average) and persistence's at every
 lead of 1 to a day's slots (the slot that many slots earlier). The absolute errors are summed over the
-slots finished in the history window. The profile answers for a horizon only once it has been checked
-over a whole day of slots and its error is below both, persistence's summed over the leads the horizon
-covers (peaks for a donor's idle span, means for a taker's use); otherwise it says nothing and the planner
-falls back to persistence. A demand with no stable
+slots of each day. The profile answers for a horizon only where, on every whole day checked in the
+history window and at least two (a daily pattern repeats), its error was below both, persistence's
+averaged over the leads the horizon covers (peaks for a donor's idle span, means for a taker's use);
+otherwise it says nothing and the planner falls back to persistence. Noise that a median of a few days
+happens to forecast well on one day does not pass. A demand with no stable
 daily pattern (the shared trace) therefore leaves the planner as it was; a day/night cluster gets the
 profile's foresight (a donor whose busy hours come back every day is not lent just before them).
 """
@@ -33,9 +34,9 @@ class DailyProfile:
         "_checks",
         "_cur",
         "_cur_samples",
-        "_err",
         "_miss_counts",
         "_misses",
+        "_verdicts",
         "day_slots",
         "slot_min",
         "slots",
@@ -52,9 +53,9 @@ class DailyProfile:
         # per finished slot: (slot, [profile error, last day's median error, persistence error at lead
         # 1..day] for peaks, the same for means)
         self._checks: deque[tuple[int, list[float], list[float]]] = deque()
-        self._err = ([0.0] * (self.day_slots + 2), [0.0] * (self.day_slots + 2))
         # slots whose peak rose above the profile's forecast of it: (slot, forecast, peak), and per level
         self._misses: deque[tuple[int, int, int]] = deque()
+        self._verdicts: dict[tuple[int, int], bool] = {}  # better(), until the next slot finishes
         self._miss_counts: list[int] = [0]
 
     def push(self, minute: float, demand: int) -> None:
@@ -67,6 +68,7 @@ class DailyProfile:
         self._cur_samples.append(demand)
 
     def _finish(self, k: int, slot: _Slot) -> None:
+        self._verdicts = {}
         peak, mean = slot.peak, slot.mean
         prof_peak, prof_mean = self._forecast_safe(k, 0), self._forecast_safe(k, 1)
         if prof_peak is not None and peak > prof_peak:
@@ -84,9 +86,6 @@ class DailyProfile:
                 means.append(abs(mean - before.mean))
             if len(peaks) == self.day_slots + 2:
                 self._checks.append((k, peaks, means))
-                for i in range(len(peaks)):
-                    self._err[0][i] += peaks[i]
-                    self._err[1][i] += means[i]
         self.slots[k] = slot
         for gone in [s for s in self.slots if s <= k - self.window_slots]:
             del self.slots[gone]
@@ -94,10 +93,7 @@ class DailyProfile:
             _, low, high = self._misses.popleft()
             self._count(low, high, -1)
         while self._checks and self._checks[0][0] <= k - self.window_slots:
-            _, peaks, means = self._checks.popleft()
-            for i in range(len(peaks)):
-                self._err[0][i] -= peaks[i]
-                self._err[1][i] -= means[i]
+            self._checks.popleft()
 
     def _miss(self, k: int, low: int, high: int, sign: int) -> None:
         self._misses.append((k, low, high))
@@ -135,13 +131,25 @@ class DailyProfile:
         return median(seen) if seen else None
 
     def better(self, part: int, leads: int) -> bool:
-        """Whether, over the slots checked, the profile's error is below that of the last day's median (a
-        level with no time of day) and below persistence's summed over leads 1..`leads` (`part` 0: peaks,
-        1: means); never before a whole day of slots was checked."""
-        if len(self._checks) < self.day_slots or leads < 1 or leads > self.day_slots:
+        """Whether the profile forecast better on **every** day checked in the window, at least two (a
+        daily pattern must repeat): its error summed over the day below that of the last day's median (a
+        level with no time of day) and below persistence's averaged over leads 1..`leads` (`part` 0: peaks,
+        1: means)."""
+        if leads < 1 or leads > self.day_slots:
             return False
-        err = self._err[part]
-        return err[0] < err[1] and err[0] * leads < sum(err[2 : leads + 2])
+        key = (part, leads)
+        if key not in self._verdicts:
+            days: dict[int, list[float]] = {}
+            for k, peaks, means in self._checks:
+                err = peaks if part == 0 else means
+                day = days.setdefault(k // self.day_slots, [0.0, 0.0, 0.0, 0])
+                day[0] += err[0]
+                day[1] += err[1]
+                day[2] += sum(err[2 : leads + 2]) / leads
+                day[3] += 1
+            whole = [d for d in days.values() if d[3] == self.day_slots]
+            self._verdicts[key] = len(whole) >= 2 and all(d[0] < d[1] and d[0] < d[2] for d in whole)
+        return self._verdicts[key]
 
     def use(self, now: float, level: int, width: int, horizon_min: float) -> float | None:
         """The profile's forecast of GPUs above `level` (clipped to `width`) per minute over the next

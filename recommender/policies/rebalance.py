@@ -461,9 +461,9 @@ class RebalancePolicy:
             if missed is not None:  # foreseen: its take-back comes in time but for the forecast's misses
                 busy = donor.outlook.busy_minutes()
                 idle_cache[key] = (span, missed, busy, p.history_min)
-            else:  # persistence, but no longer than the mean spacing of its rises at that scale
+            else:  # persistence, but no longer than the mean spacing of the rises seen at that scale
                 rises, busy, held = donor.outlook.rises(keep, span)
-                idle_cache[key] = (min(span, held / (rises + 1)), rises, busy, held)
+                idle_cache[key] = (min(span, held / rises) if rises else span, rises, busy, held)
         loan, rises, busy, held = idle_cache[key]
         allowed = self.allowed_rises(donor, busy)
         if loan < p.reversal_min + p.drain_min or rises > allowed:
@@ -503,7 +503,7 @@ class RebalancePolicy:
         busy = pool.outlook.busy_minutes()
         watched = max(1.0, min(pool.outlook.watched_min, self.params.history_min))
         p = self.params
-        return 0 < busy and (1.0 - p.wait_quantile) * p.history_min * min(1.0, busy / watched) < p.drain_min
+        return busy > 0 and (1.0 - p.wait_quantile) * p.history_min * min(1.0, busy / watched) < p.drain_min
 
     def _block(self, pool: str, reason: str) -> None:
         """Remember, per waiting pool, the furthest check a candidate loan failed (diagnostics): a donor
