@@ -110,8 +110,11 @@ class _Window:
         return self.rise_counts[level] if 0 <= level < len(self.rise_counts) else 0
 
     def busy(self) -> int:
-        """Samples with demand."""
-        return len(self.samples) - self.counts[0]
+        """Minutes with demand: samples with demand times the mean interval between samples."""
+        n = len(self.samples)
+        if n < 2:
+            return n - self.counts[0]
+        return round((n - self.counts[0]) * (self.held_min() - 1) / (n - 1))
 
     def held_min(self) -> float:
         """Minutes the window holds (its span once full)."""
@@ -247,7 +250,7 @@ class DemandHistory:
         return window.rises(level), window.busy(), window.held_min()
 
     def busy_minutes(self) -> int:
-        """Samples with demand in the history window."""
+        """Minutes with demand in the history window."""
         return self.windows[-1].busy()
 
     def demand_soon(self) -> int:

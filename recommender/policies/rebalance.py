@@ -499,10 +499,14 @@ class RebalancePolicy:
     def sparse(self, pool: PoolSnapshot) -> bool:
         """A pool with demand, but in so few of its minutes that a week of them would not absorb one
         drain's wait within its allowance (demand in less than `drain / ((1 - q) x history)` of the minutes
-        watched, 11% by default): its next burst, of unknown size, would break its wait target."""
-        busy = pool.outlook.busy_minutes()
-        watched = max(1.0, min(pool.outlook.watched_min, self.params.history_min))
+        watched, 11% by default): its next burst, of unknown size, would break its wait target. With a
+        history too short for even a pool busy all the time to absorb a drain (compressed timings), no
+        pool is sparse; its allowance then admits no rise: a donor lends only above all it showed."""
         p = self.params
+        if (1.0 - p.wait_quantile) * p.history_min < p.drain_min:
+            return False  # a history too short to judge any pool by its allowance (compressed timings)
+        busy = pool.outlook.busy_minutes()
+        watched = max(1.0, min(pool.outlook.watched_min, p.history_min))
         return busy > 0 and (1.0 - p.wait_quantile) * p.history_min * min(1.0, busy / watched) < p.drain_min
 
     def _block(self, pool: str, reason: str) -> None:
