@@ -4,12 +4,16 @@ Items, all from the shared trace's first nine days (May 10 has no jobs):
 - rolling-origin splits: the planner runs from May 1, scored from May 4, May 6 and May 8 to the end;
 - the whole trace, scored from the start;
 - stress variants scored over their whole span: pending x2, pending x3, roles swapped, roles swapped with
-  pending x2, and the days shuffled in 3-day blocks (order 3, 1, 2).
-For each item it prints policy, static, scheduler-native sharing, the budgeted hindsight reference and
-the unbudgeted bound (coverage beyond static, coverage, moves per pool-day, reversals per 30 days, worst
-p95 and p99 wait ratios, work lost to preemption) and which targets the policy meets.
+  pending x2, and the days shuffled in 3-day blocks (order 3, 1, 2);
+- with `--held-out`, the held-out busier items (run only for a round's final report).
+For each item it prints policy, static, scheduler-native sharing, the budgeted reference plan (the target's
+ceiling), the planner with hindsight, the upper bound at the planner's budget and the unbudgeted bound
+(coverage beyond static, coverage, moves per pool-day, reversals per 30 days, worst p95 and p99 wait
+ratios, work lost to preemption) and which targets the policy meets. `--no-profile` runs the planner
+without its time-of-day profile (to measure what it adds).
 
     .venv/bin/python -m benchmarks.backtest_protocol [--trace PATH] [--only NAME ...] [--json OUT]
+        [--held-out] [--no-profile]
 """
 
 from __future__ import annotations

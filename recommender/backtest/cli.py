@@ -1,5 +1,6 @@
 """`ibpool backtest --trace FILE --json OUT`: replay a per-pool minute trace under the planner and its
-references (static, scheduler-native sharing, budgeted hindsight, the unbudgeted bound)."""
+references (static, scheduler-native sharing, the budgeted reference plan, the planner with hindsight, the
+upper bound at the planner's budget, the unbudgeted bound)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,12 @@
-"""The two references beside the policy: the budgeted `hindsight` planner and the unbudgeted `bound`.
+"""Two strategies beside the policy: the planner with hindsight (a diagnostic) and the unbudgeted `bound`.
 
 - `hindsight` (`HindsightStrategy`): the policy's own planner, budget, reversal rule and take-back rule,
-  with each pool's outlook read from the trace's future instead of its past: a taker's shortfall rate and
-  length are what its demand above the level will really be until the episode ends (at most one day
-  ahead), a donor's idle span is the time until its demand next needs the node, its tail 0, and an owner
-  recalls a node when its demand will exceed its capacity before the node could arrive. It runs through
-  the same engine and metrics. It is a reference, not a proof: a greedy with perfect forecasts at the
-  same move budget and wait protection; another planner could do better, and the policy may beat it on a
-  trace where hindsight's greedy choices are poor (the benchmark says when). A lent node stays until its
-  owner needs it, so a taker's gain is counted to the horizon (one day), not to the end of its episode.
+  with each pool's outlook read from the trace's future instead of its past: a taker's use is what one more
+  node above its level would really serve over the loan (at most a day ahead), a donor's idle span is the
+  time until its demand next needs the node (foreseen, no rise risked, never sparse), and an owner recalls
+  a node when its demand will exceed its capacity before the node could arrive. It runs through the same
+  engine and metrics. A diagnostic, not a ceiling: policy vs hindsight is what forecasting costs this
+  planner; the budgeted ceiling is the reference plan (`recommender/backtest/reference.py`).
 - `bound` (`instant_bound`): an upper bound on what *any* node-moving strategy can serve in this model,
   whatever its move budget. Each minute, the movable nodes are given to pools as if moves were free and
   instant: a pool's pinned GPUs serve it first, then whole nodes go where they serve the most (a node
@@ -128,7 +126,7 @@ class HindsightStrategy(PolicyStrategy):
 
 
 def hindsight(prepared: Prepared, params: RebalanceParams, model_params: ModelParams) -> HindsightStrategy:
-    """The budgeted hindsight reference for a trace."""
+    """The planner with hindsight for a trace (a diagnostic)."""
     return HindsightStrategy(prepared, params, model_params)
 
 
