@@ -186,6 +186,18 @@ def test_a_sparse_donor_lends_nothing_and_a_never_used_one_lends() -> None:
     assert len(POLICY.propose(view(pool("busy", 16, 16, 8), pool("idle", 32, 0, 0, never)))) == 1
 
 
+def test_with_a_history_too_short_to_judge_an_allowance_no_pool_is_sparse() -> None:
+    """Compressed timings (the demo: an hour of history, 3-minute drains): 1% of even a fully busy hour
+    cannot absorb a drain, so the allowance judges nobody sparse and admits no rise."""
+    short = RebalancePolicy(RebalanceParams(cycle_min=1, drain_min=3, reversal_min=10, history_min=60))
+    thin = Stub(idle_min=30.0, busy=5, watched=60.0)
+    pools = (pool("busy", 16, 16, 8), pool("idle", 32, 0, 0, thin), *FILL)
+    assert not short.sparse(pools[1])
+    assert len(short.propose(view(*pools))) == 1
+    risen = Stub(idle_min=30.0, busy=5, watched=60.0, rises_seen=1)
+    assert short.propose(view(pools[0], pool("idle", 32, 0, 0, risen), *FILL)) == []
+
+
 def test_a_sparse_owner_that_wakes_up_recalls_all_its_nodes() -> None:
     owner = pool("owner", 8, 1, 0, Stub(busy=30, watched=3 * DAY))  # one GPU wanted; three nodes away
     loans = (Loan("owner", "b", 2), Loan("owner", "c", 1))

@@ -122,3 +122,17 @@ def test_the_budget_bound_is_at_least_every_node_strategy_at_the_policys_budget(
     for name in ("policy", "reference", "hindsight", "static"):
         assert bound >= report[name]["served_gpu_minutes"] - 1e-6, name
     assert bound <= report["bound"]["served_gpu_minutes"] + 1e-6
+
+
+def test_the_budget_bound_is_reached_where_the_budget_is_the_only_limit() -> None:
+    """A never-used pool and a queue that never ends: nothing but the budget limits a loan, so the
+    reference plan's loans to the end reach the bound exactly, and the policy stays under it."""
+    steps = 4 * DAY
+    trace = make_trace({"busy": (16, [16] * steps, [24] * steps), "idle": (24, [0] * steps, [0] * steps)})
+    report = run_backtest(trace, BacktestConfig())
+    gain = {
+        name: report[name]["served_gpu_minutes"] - report["static"]["served_gpu_minutes"]
+        for name in ("policy", "reference", "budget_bound")
+    }
+    assert gain["budget_bound"] == gain["reference"] == 8 * (3 * steps - 6 * DAY - 3 * 11)
+    assert gain["policy"] <= gain["budget_bound"]
