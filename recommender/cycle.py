@@ -212,19 +212,21 @@ class Recommender:
 
 _DEMAND = 'sum(ibpool_pool_allocated_gpus{{pool="POOL"}}) + pool:ibpool_pool_pending_gpus:sum{{pool="POOL"}}'
 _QUERIES = {
-    "taker_shortfall_rate_gpus": (
+    "taker_use_rate_gpus": (
         "avg_over_time(clamp("
         + _DEMAND.replace("POOL", "{to}")
         + ' - ibpool_pool_capacity_gpus{{pool="{to}"}}'
-        ", 0, 8)[{w}:1m])"
+        ", 0, 8)[{w}:1m])  (the trailing window closest to the expected loan of {w}, or the time-of-day "
+        "profile where it forecasts better)"
     ),
-    "taker_shortfall_lasted_min": (
-        'minutes the demand of "{to}" has exceeded its capacity (gaps shorter than the drain ignored), '
-        "looked back over {w}"
+    "donor_idle_min": (
+        'minutes the node lent is expected to stay idle at "{frm}" (persistence: since its demand last '
+        "needed it; or until its time-of-day profile expects it back), looked back over {w}"
     ),
-    "donor_idle_min": 'minutes since the demand of "{frm}" last needed the node lent, looked back over {w}',
-    "donor_tail_share": (
-        'share of the demand minutes of "{frm}" over the last {w} above its capacity after the loan'
+    "donor_rises": (
+        'times the demand of "{frm}" rose above its capacity after the loan (a drain\'s wait each), over the '
+        "window of the loan's scale; threshold: the rises its wait allowance (1 - wait_quantile of its "
+        "demand minutes) absorbs"
     ),
     "expected_value_gpu_minutes": (
         'planner value: GPU-minutes the node serves "{to}" minus the displacement risked at "{frm}" '

@@ -1,5 +1,6 @@
 """`ibpool backtest --trace FILE --json OUT`: replay a per-pool minute trace under the planner and its
-references (static, scheduler-native sharing, budgeted hindsight, the unbudgeted bound)."""
+references (static, scheduler-native sharing, the budgeted reference plan, the planner with hindsight, the
+upper bound at the planner's budget, the unbudgeted bound)."""
 
 from __future__ import annotations
 
@@ -80,13 +81,13 @@ def _cell(value: Any, fmt: str, width: int) -> str:
 def format_table(report: dict[str, Any]) -> str:
     """A fixed-width summary, one row per strategy."""
     widths = [max(len(title), 8) for _, title, _ in COLUMNS]
-    head = f"{'strategy':<10} " + " ".join(f"{t:>{w}}" for (_, t, _), w in zip(COLUMNS, widths, strict=True))
+    head = f"{'strategy':<12} " + " ".join(f"{t:>{w}}" for (_, t, _), w in zip(COLUMNS, widths, strict=True))
     lines = [head]
     for name in STRATEGIES:
         if name not in report:
             continue
         cells = [_cell(report[name][k], f, w) for (k, _, f), w in zip(COLUMNS, widths, strict=True)]
-        lines.append(f"{name:<10} " + " ".join(cells))
+        lines.append(f"{name:<12} " + " ".join(cells))
     return "\n".join(lines)
 
 

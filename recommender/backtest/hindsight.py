@@ -1,14 +1,12 @@
-"""The two references beside the policy: the budgeted `hindsight` planner and the unbudgeted `bound`.
+"""Two strategies beside the policy: the planner with hindsight (a diagnostic) and the unbudgeted `bound`.
 
 - `hindsight` (`HindsightStrategy`): the policy's own planner, budget, reversal rule and take-back rule,
-  with each pool's outlook read from the trace's future instead of its past: a taker's shortfall rate and
-  length are what its demand above the level will really be until the episode ends (at most one day
-  ahead), a donor's idle span is the time until its demand next needs the node, its tail 0, and an owner
-  recalls a node when its demand will exceed its capacity before the node could arrive. It runs through
-  the same engine and metrics. It is a reference, not a proof: a greedy with perfect forecasts at the
-  same move budget and wait protection; another planner could do better, and the policy may beat it on a
-  trace where hindsight's greedy choices are poor (the benchmark says when). A lent node stays until its
-  owner needs it, so a taker's gain is counted to the horizon (one day), not to the end of its episode.
+  with each pool's outlook read from the trace's future instead of its past: a taker's use is what one more
+  node above its level would really serve over the loan (at most a day ahead), a donor's idle span is the
+  time until its demand next needs the node (foreseen, no rise risked, never sparse), and an owner recalls
+  a node when its demand will exceed its capacity before the node could arrive. It runs through the same
+  engine and metrics. A diagnostic, not a ceiling: policy vs hindsight is what forecasting costs this
+  planner; the budgeted ceiling is the reference plan (`recommender/backtest/reference.py`).
 - `bound` (`instant_bound`): an upper bound on what *any* node-moving strategy can serve in this model,
   whatever its move budget. Each minute, the movable nodes are given to pools as if moves were free and
   instant: a pool's pinned GPUs serve it first, then whole nodes go where they serve the most (a node
@@ -46,12 +44,12 @@ class FutureOutlook:
         self.soon = [max(self.demand[t + 1 : t + drain + 1], default=0) for t in range(n)]
         self.now = 0
 
-    def shortfall(self, level: int, width: int) -> tuple[float, float]:
-        """What one more node above `level` would serve from its arrival to the horizon (a lent node
-        stays until its owner needs it): (GPUs per step, steps from now to the horizon)."""
+    def use(self, level: int, width: int, horizon_min: float) -> float:
+        """What one more node above `level` would serve from its arrival to the end of the loan (at most
+        the horizon of a day), per step of the loan."""
         d, n = self.demand, len(self.demand)
         start = self.now + self.drain
-        end = min(n, self.now + self.horizon)
+        end = min(n, self.now + min(self.horizon, max(1, round(horizon_min))))
         served, t = 0, start
         top = level + width
         while t < end:
@@ -69,10 +67,10 @@ class FutureOutlook:
                 served += min(width, v - level)
             t += 1
         length = end - start
-        return (served / length if length > 0 else 0.0), float(max(0, end - self.now))
+        return served / length if length > 0 else 0.0
 
-    def idle(self, level: int) -> tuple[float, float]:
-        """Steps until the demand next exceeds `level` (at most `history`), and no tail."""
+    def idle(self, level: int) -> tuple[float, int | None]:
+        """Steps until the demand next exceeds `level` (at most `history`): foreseen, never missed."""
         d, n = self.demand, len(self.demand)
         t, end = self.now + 1, min(n, self.now + 1 + self.history)
         while t < end:
@@ -80,17 +78,26 @@ class FutureOutlook:
                 t += BLOCK
                 continue
             if d[t] > level:
-                return float(t - self.now), 0.0
+                return float(t - self.now), 0
             t += 1
-        return float(end - self.now), 0.0
+        return float(end - self.now), 0
 
-    def needs_soon(self, level: int) -> bool:
-        """Whether demand exceeds `level` before a node recalled now could arrive."""
-        return self.soon[self.now] > level
+    def rises(self, level: int, horizon_min: float) -> tuple[int, int, float]:
+        """Hindsight's idle spans are exact: no rise is risked."""
+        return 0, 1 << 30, float(self.history)
+
+    def demand_soon(self) -> int:
+        """The largest demand before a node recalled now could arrive."""
+        return self.soon[self.now]
 
     def busy_minutes(self) -> int:
-        """Hindsight needs no tail estimate: its idle spans are exact."""
+        """Hindsight needs no wait allowance: its idle spans are exact (never sparse)."""
         return 1 << 30
+
+    @property
+    def watched_min(self) -> float:
+        """As much as its demand minutes: never sparse."""
+        return float(1 << 30)
 
 
 class HindsightStrategy(PolicyStrategy):
@@ -119,7 +126,7 @@ class HindsightStrategy(PolicyStrategy):
 
 
 def hindsight(prepared: Prepared, params: RebalanceParams, model_params: ModelParams) -> HindsightStrategy:
-    """The budgeted hindsight reference for a trace."""
+    """The planner with hindsight for a trace (a diagnostic)."""
     return HindsightStrategy(prepared, params, model_params)
 
 

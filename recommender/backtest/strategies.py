@@ -50,7 +50,9 @@ class PolicyStrategy:
 
     name = "policy"
 
-    def __init__(self, prepared: Prepared, params: RebalanceParams, model_params: ModelParams) -> None:
+    def __init__(
+        self, prepared: Prepared, params: RebalanceParams, model_params: ModelParams, *, profile: bool = True
+    ) -> None:
         trace = prepared.trace
         self.names = trace.pools
         self.index = {name: i for i, name in enumerate(self.names)}
@@ -58,6 +60,7 @@ class PolicyStrategy:
         self.dt = trace.step_min
         self.capacity = trace.capacity
         self.params = params
+        self.profile = profile
         self.policy = RebalancePolicy(params)
         self.cycle = window_steps(params.cycle_min, self.dt)
         self.outlooks = self._outlooks(prepared, model_params)
@@ -70,7 +73,10 @@ class PolicyStrategy:
 
     def _outlooks(self, prepared: Prepared, model_params: ModelParams) -> list[Outlook]:
         p = self.params
-        self.histories = [DemandHistory(p.history_min, p.reversal_min, p.gap_min()) for _ in self.names]
+        self.histories = [
+            DemandHistory(p.history_min, p.reversal_min, p.gap_min(), profile=self.profile)
+            for _ in self.names
+        ]
         return list(self.histories)
 
     def _observe(self, step: int, obs: Observation) -> None:

@@ -4,24 +4,27 @@ Pure logic (no I/O, no clock): the backtest and the live recommender build a `Cl
 `RebalancePolicy.propose`. Each call:
 
 1. **Take-backs** (sharing safety first). An owner whose demand exceeds its capacity (incoming nodes
-   counted) while its own nodes are held elsewhere recalls just enough of them, idle ones first. A loan
-   younger than the reversal window is never recalled (that would be a reversal); take-backs are
-   prepaid by the lend (below), so no budget holds them back.
+   counted) while its own nodes are held elsewhere recalls just enough of them, idle ones first; an owner
+   too **sparse** to afford a take-back's wait (below) recalls all of them at once (its next burst is of
+   unknown size). A loan younger than the reversal window is never recalled (that would be a reversal);
+   take-backs are prepaid by the lend (below), so no budget holds them back.
 2. **Lends** (when the view is a planning cycle). For every taker (a pool whose demand exceeds its
    capacity and which has none of its own nodes away) and every donor with an idle whole node, the
    planner values lending one more node:
 
-       value = rate x (L - drain) - tail x node x L
+       value = use x (L - drain) - node x drain x min(1, rises / watched x L)
 
-   where `rate` is the GPUs above the taker's capacity (incoming and already planned nodes included) it
-   wanted per minute over the last reversal window, clipped to one node (what the node would serve), `L`
-   the expected loan length (the shorter of how long the taker's shortfall has lasted and how long that
-   donor node has been idle: persistence, capped at the history window), `drain` the minutes a moved node
-   serves nobody, and `tail` the share of the donor's demand minutes over the history window in which it
-   needed that node (the displacement a loan risks). A donor lends a node only if it has been idle for
-   at least the reversal window and its tail is within `1 - wait_quantile` (its p99 wait stays its own).
-   Nodes go one at a time to the best value per budget token, while that value pays at least the
-   token's price.
+   `L` is the loan's expected length: how long the donor's node is expected to stay idle (persistence:
+   as long as it already has, capped at the history window; cut short where a calibrated time-of-day
+   profile expects the donor's demand back). `use` is what one more node would serve the taker per
+   minute over L, forecast at L's own scale (the trailing hour, day or week, or the profile where it
+   forecasts better). The last term is the donor's expected wait: a take-back's drain at the rate its
+   demand rose above the level it keeps. A donor lends only a node idle for at least the reversal window,
+   and only while the drains of its rises fit in its wait allowance: `rises x drain <= (1 - wait_quantile)
+   x busy minutes` over the history window. A pool with demand but too few demand minutes to absorb a
+   single drain (`(1 - q) x busy < drain`) is **sparse**: it lends nothing (a pool with no demand at all
+   over the window, the slow lane, lends freely). Nodes go one at a time to the best value per budget
+   token, while that value pays at least the token's price.
 3. **The budget** is a token bucket: `moves_per_pool_day x pools` tokens a day, holding at most one
    day's worth (at least the 2 tokens of one lend) and starting empty (the future's budget is never
    spent). A lend from the node's home costs 2 tokens (the move and its return), a lend of a borrowed
@@ -31,14 +34,14 @@ Pure logic (no I/O, no clock): the backtest and the live recommender build a `Cl
    budget is short, and anything of value when the budget would otherwise overflow.
 4. No pair of pools exchanges nodes in both directions within the reversal window (no reversals).
 
-Every move carries its evidence: the taker's forecast (rate, expected loan length), the donor's idle span
-and tail, the value expected and the budget left.
+Every move carries its evidence: the taker's forecast use and the loan expected, the donor's idle span,
+rises and allowance, the value expected and the budget left.
 """
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 
@@ -70,8 +73,8 @@ class RebalanceParams:
     - `reversal_min` (60): no node moves back within it; also the shortest idle span of a node worth
       lending, the window of the taker's recent shortfall, and an hour of a node's work is a token's price.
     - `moves_per_pool_day` (0.5): the move budget.
-    - `wait_quantile` (0.99): a donor keeps the demand it reached in this share of its demand minutes
-      (the p99 wait target).
+    - `wait_quantile` (0.99): the wait target: a donor's take-backs may make it wait in at most
+      `1 - wait_quantile` of its demand minutes (the p99 target).
     - `history_min` (7 days): the forecast's history and the longest loan it expects (a week holds every
       day of the week once).
     """
@@ -215,11 +218,19 @@ class _Candidate:
     donor: str
     home: str
     cost: int
-    rate: float
+    use: float
     loan_min: float
-    taker_min: float
-    donor_idle_min: float
-    tail: float
+    rises: int
+    allowed_rises: float
+    busy: int
+
+    spread: int = 0
+
+    @property
+    def rank(self) -> tuple[float, int, int, int]:
+        """Best value per token first; at equal value the safer donor: fewer rises, fewer demand minutes
+        (the slow lane), then fewer of its nodes already away (one wake-up recalls them all at once)."""
+        return (round(self.per_token, 6), -self.rises, -self.busy, -self.spread)
 
 
 class RebalancePolicy:
@@ -231,6 +242,8 @@ class RebalancePolicy:
         self.params = params or RebalanceParams()
         # why each waiting pool got no (more) nodes at the last planning call (diagnostics only)
         self.blocked: dict[str, str] = {}
+        # (minute, best value per token) of each planning call over the last day: what a token can buy
+        self.offers: deque[tuple[float, float]] = deque()
 
     # --- budget ---------------------------------------------------------------------------------------
 
@@ -257,10 +270,23 @@ class RebalancePolicy:
         return min(cap, level + rate * max(0.0, view.now_min - t))
 
     def token_price(self, level: float, pools: int, g: int) -> float:
-        """GPU-minutes a token must buy: an hour of a node's work with an empty bucket, 0 with a full one."""
+        """GPU-minutes a token must buy: what tokens have been buying, the value per token of the k-th best
+        offer of the last day's planning calls (k: the lends a day's tokens pay for; at least an hour of a
+        node's work), scaled by how empty the bucket is (0 with a full one: tokens about to overflow buy
+        anything of value)."""
         cap = self.bucket_capacity(pools)
         fill = min(1.0, max(0.0, level / cap)) if cap > 0 else 1.0
-        return g * self.params.reversal_min * (1.0 - fill)
+        floor = g * self.params.reversal_min
+        k = max(1, math.floor(self.params.moves_per_pool_day * pools / 2))
+        best = sorted((v for _, v in self.offers), reverse=True)
+        going = best[k - 1] if len(best) >= k else 0.0
+        return max(floor, going) * (1.0 - fill)
+
+    def _remember_offer(self, now: float, per_token: float) -> None:
+        offers = self.offers
+        while offers and offers[0][0] <= now - DAY_MIN:
+            offers.popleft()
+        offers.append((now, per_token))
 
     # --- the call -------------------------------------------------------------------------------------
 
@@ -310,9 +336,13 @@ class RebalancePolicy:
                 continue
             have = pool.capacity_gpus + g * ledger.incoming[home]
             short = pool.demand_gpus - have
-            if short <= 0 and not pool.outlook.needs_soon(have):
+            due = pool.outlook.demand_soon() - have
+            sparse = pool.demand_gpus > 0 and self.sparse(pool)
+            if short <= 0 and due <= 0 and not sparse:
                 continue
-            need = max(1, math.ceil(short / g))
+            need = max(1, math.ceil(max(short, due) / g))
+            if sparse:
+                need = sum(loan.nodes for loan in lent_at[home])
 
             def cheapest(loan: Loan) -> tuple[int, int, str]:
                 holder = by_name.get(loan.holder)
@@ -323,7 +353,13 @@ class RebalancePolicy:
                 Evidence("owner_shortfall_gpus", 0.0, float(short), 0.0),
                 Evidence("move_budget_tokens", DAY_MIN, round(level, 2), 0.0),
             )
-            reason = "owner demand returned" if short > 0 else "owner demand due before a node could arrive"
+            reason = (
+                "owner demand returned"
+                if short > 0
+                else "sparse owner woke up: all its nodes home"
+                if sparse
+                else "owner demand due before a node could arrive"
+            )
             for loan in sorted(lent_at[home], key=cheapest):
                 if need <= 0:
                     break
@@ -355,8 +391,8 @@ class RebalancePolicy:
         if not takers:
             return []
         chosen: list[_Candidate] = []
-        short_cache: dict[tuple[str, int], tuple[float, float]] = {}
-        idle_cache: dict[tuple[str, int], tuple[float, float]] = {}
+        use_cache: dict[tuple[str, int, float], float] = {}
+        idle_cache: dict[tuple[str, int], tuple[float, int, int, float]] = {}
         while True:
             best: _Candidate | None = None
             for taker in takers:
@@ -364,9 +400,6 @@ class RebalancePolicy:
                 base = taker.capacity_gpus + g * coming
                 if taker.demand_gpus <= base:
                     continue
-                if (taker.name, base) not in short_cache:
-                    short_cache[(taker.name, base)] = taker.outlook.shortfall(base, g)
-                forecast = short_cache[(taker.name, base)]
                 for donor in view.pools:
                     found = self._candidate(
                         view,
@@ -374,13 +407,21 @@ class RebalancePolicy:
                         taker,
                         donor,
                         recent=recent,
-                        forecast=forecast,
+                        base=base,
                         level=level,
-                        idle_cache=idle_cache,
+                        caches=(use_cache, idle_cache),
                     )
-                    if found is not None and (best is None or found.per_token > best.per_token):
+                    if found is not None and (best is None or found.rank > best.rank):
                         best = found
             if best is None:
+                break
+            if not chosen:
+                self._remember_offer(view.now_min, best.per_token)
+            if best.per_token < self.token_price(level, len(view.pools), g):
+                self._block(best.taker, VALUE)
+                break
+            if best.cost > level + 1e-9:
+                self._block(best.taker, BUDGET)
                 break
             chosen.append(best)
             level -= best.cost
@@ -398,13 +439,15 @@ class RebalancePolicy:
         donor: PoolSnapshot,
         *,
         recent: set[tuple[str, str]],
-        forecast: tuple[float, float],
+        base: int,
         level: float,
-        idle_cache: dict[tuple[str, int], tuple[float, float]],
+        caches: tuple[
+            dict[tuple[str, int, float], float], dict[tuple[str, int], tuple[float, int, int, float]]
+        ],
     ) -> _Candidate | None:
         """The value of lending one more idle node of `donor` to `taker` (None: not allowed)."""
         p, g = self.params, view.gpus_per_node
-        rate, lasted = forecast
+        use_cache, idle_cache = caches
         if donor.name == taker.name or donor.idle_nodes - ledger.given[donor.name] <= 0:
             return None
         if (taker.name, donor.name) in recent:
@@ -413,34 +456,58 @@ class RebalancePolicy:
         keep = donor.capacity_gpus - g * (ledger.given[donor.name] + 1)
         key = (donor.name, keep)
         if key not in idle_cache:
-            idle_cache[key] = donor.outlook.idle(keep)
-        idle_min, tail = idle_cache[key]
-        if idle_min < p.reversal_min or tail > self._tail_allowed(donor):
+            idle, missed = donor.outlook.idle(keep)
+            span = min(idle, p.history_min)
+            if missed is not None:  # foreseen: its take-back comes in time but for the forecast's misses
+                busy = donor.outlook.busy_minutes()
+                idle_cache[key] = (span, missed, busy, p.history_min)
+            else:  # persistence, but no longer than the mean spacing of the rises seen at that scale
+                rises, busy, held = donor.outlook.rises(keep, span)
+                idle_cache[key] = (min(span, held / rises) if rises else span, rises, busy, held)
+        loan, rises, busy, held = idle_cache[key]
+        allowed = self.allowed_rises(donor, busy)
+        if loan < p.reversal_min + p.drain_min or rises > allowed:
             self._block(taker.name, PROTECTION)
             return None
         home = self._home_of_next(donor.name, taker.name, ledger)
         cost = 2 if home == donor.name else 1
-        loan = min(lasted, idle_min, p.history_min)
-        value = rate * (loan - p.drain_min) - tail * g * loan
-        price = self.token_price(level, len(view.pools), g)
-        if value <= 0 or value / cost < price:
+        use_key = (taker.name, base, loan)
+        if use_key not in use_cache:
+            use_cache[use_key] = taker.outlook.use(base, g, loan)
+        use = use_cache[use_key]
+        if home == donor.name:  # its owner takes it back at a rise: a drain's wait per rise expected
+            displaced = g * p.drain_min * (min(1.0, rises * loan / held) if held > 0 else 0.0)
+        else:  # a borrowed node cannot be recalled by its holder: what the holder would have used of it
+            displaced = donor.outlook.use(keep, g, loan) * loan
+        value = use * (loan - p.drain_min) - displaced
+        if value <= 0:
             self._block(taker.name, VALUE)
             return None
-        if cost > level + 1e-9:
-            self._block(taker.name, BUDGET)
-            return None
+        spread = ledger.away[donor.name] + ledger.given[donor.name]
         return _Candidate(
-            value / cost, value, taker.name, donor.name, home, cost, rate, loan, lasted, idle_min, tail
+            value / cost, value, taker.name, donor.name, home, cost, use, loan, rises, allowed, busy, spread
         )
 
-    def _tail_allowed(self, donor: PoolSnapshot) -> float:
-        """The tail share a donor may lend into: `1 - wait_quantile`, once its history holds enough demand
-        minutes to estimate that quantile (1 / (1 - q) of them); with fewer it keeps the largest demand it
-        showed (tail 0): one take-back's drain would already exceed the few minutes its p99 allows."""
-        allowed = 1.0 - self.params.wait_quantile
-        if donor.outlook.busy_minutes() * allowed < 1.0:
-            return 0.0
-        return allowed
+    def allowed_rises(self, donor: PoolSnapshot, busy: int) -> float:
+        """Rises above the level it keeps that a donor's wait allowance absorbs, `busy` being its demand
+        minutes over the same window: each rise costs a take-back's drain of waiting, and the allowance is
+        `1 - wait_quantile` of its demand minutes. A sparse pool may have none (it lends nothing)."""
+        if self.sparse(donor):
+            return -1.0
+        return (1.0 - self.params.wait_quantile) * busy / self.params.drain_min
+
+    def sparse(self, pool: PoolSnapshot) -> bool:
+        """A pool with demand, but in so few of its minutes that a week of them would not absorb one
+        drain's wait within its allowance (demand in less than `drain / ((1 - q) x history)` of the minutes
+        watched, 11% by default): its next burst, of unknown size, would break its wait target. With a
+        history too short for even a pool busy all the time to absorb a drain (compressed timings), no
+        pool is sparse; its allowance then admits no rise: a donor lends only above all it showed."""
+        p = self.params
+        if (1.0 - p.wait_quantile) * p.history_min < p.drain_min:
+            return False  # a history too short to judge any pool by its allowance (compressed timings)
+        busy = pool.outlook.busy_minutes()
+        watched = max(1.0, min(pool.outlook.watched_min, p.history_min))
+        return busy > 0 and (1.0 - p.wait_quantile) * p.history_min * min(1.0, busy / watched) < p.drain_min
 
     def _block(self, pool: str, reason: str) -> None:
         """Remember, per waiting pool, the furthest check a candidate loan failed (diagnostics): a donor
@@ -469,19 +536,15 @@ class RebalancePolicy:
             value = sum(c.value for c in items)
             budget -= sum(c.cost for c in items)
             evidence = (
-                Evidence("taker_shortfall_rate_gpus", p.reversal_min, round(first.rate, 3), 0.0),
-                Evidence("taker_shortfall_lasted_min", p.history_min, round(first.taker_min, 1), p.drain_min),
-                Evidence("donor_idle_min", p.history_min, round(first.donor_idle_min, 1), p.reversal_min),
-                Evidence(
-                    "donor_tail_share", p.history_min, round(first.tail, 5), round(1 - p.wait_quantile, 5)
-                ),
+                Evidence("taker_use_rate_gpus", first.loan_min, round(first.use, 3), 0.0),
+                Evidence("donor_idle_min", p.history_min, round(first.loan_min, 1), p.reversal_min),
+                Evidence("donor_rises", p.history_min, float(first.rises), round(first.allowed_rises, 3)),
                 Evidence("expected_value_gpu_minutes", first.loan_min, round(value, 1), 0.0),
                 Evidence("move_budget_tokens", DAY_MIN, round(budget, 2), float(first.cost)),
             )
             reason = (
-                f"{taker} short for {first.taker_min:.0f} min; node idle at {donor} for "
-                f"{first.donor_idle_min:.0f} min; expected loan {first.loan_min:.0f} min "
-                f"worth {value:.0f} GPU-min"
+                f"{taker} would use {first.use:.1f} GPUs of a node over the expected loan of "
+                f"{first.loan_min:.0f} min (node idle at {donor}); worth {value:.0f} GPU-min"
             )
             moves.append(Move(LEND, donor, taker, home, len(items), reason, evidence))
         return moves

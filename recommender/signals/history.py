@@ -2,8 +2,8 @@
 
 Each pool's demand samples (allocated + pending, as the scheduler exporter reports them) feed a
 `DemandHistory` (`policies/outlook.py`), the same trailing outlook the backtest's policy reads, so the live
-planner forecasts from the same aggregates: how long a shortfall has lasted, its rate over the last
-reversal window, how long a donor's node has been idle and the donor's tail over the history window.
+planner forecasts from the same aggregates: a taker's use of one more node at the loan's scale, how long a
+donor's node has been idle, how often its demand rose above the level it keeps, and the time-of-day profile.
 Loans, home partitions and the moves made (the budget replays them; the reversal rule reads the recent
 ones) come from the proposal store (`signals/placement.py`); a caller without a store falls back to the
 lends this process proposed.

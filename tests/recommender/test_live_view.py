@@ -120,16 +120,16 @@ def lend_scenario(store: Store, params: RebalanceParams, state: str) -> tuple[Re
 def test_a_lend_carries_the_forecast_the_value_and_the_budget_left(tmp_path: Path) -> None:
     with Store(tmp_path / "p.db") as store:
         _, lend, k = lend_scenario(store, PARAMS, PENDING)
-        # 8 GPUs a minute for (lasted - drain) minutes must pay two tokens at 16 GPU-minutes each
+        # the spare node's idle span (its expected loan) must outlast the 2-minute reversal window and the
+        # 1-minute drain, and 8 GPUs a minute over it pay two tokens at 16 GPU-minutes each
         assert k == 5 and "(s3, s4)" in lend
-        rate = next(
-            e for e in store.list_proposals(PENDING)[0].proposal.evidence if "avg_over_time" in e.query
-        )
-        assert rate.value == 8.0 and rate.window == "2m"
-        texts = [e.query for e in store.list_proposals(PENDING)[0].proposal.evidence]
+        evidence = store.list_proposals(PENDING)[0].proposal.evidence
+        rate = next(e for e in evidence if "avg_over_time" in e.query)
+        assert rate.value == 8.0 and rate.window == "5m"  # the taker's use over the expected loan
+        texts = [e.query for e in evidence]
         assert any(t.startswith("planner value") for t in texts)
         assert any(t.startswith("move budget tokens left") for t in texts)
-        assert any("share of the demand minutes" in t for t in texts)
+        assert any("wait allowance" in t for t in texts)
 
 
 def test_a_restart_keeps_the_budget_and_the_reversal_window(tmp_path: Path) -> None:
@@ -187,7 +187,7 @@ def test_moves_that_share_a_pool_go_into_one_proposal(tmp_path: Path) -> None:
 
 
 def test_history_feeds_the_same_outlook_the_backtest_reads() -> None:
-    """Samples every minute: the live outlook sees the shortfall's length and the donor's idle span."""
+    """Samples every minute: the live outlook sees the taker's use and the donor's idle span and rises."""
     history = PoolHistory()
     policy = RebalancePolicy(replace(PARAMS, history_min=600.0))
     members = {"busy": ["n1"], "spare": ["s1", "s2"]}
@@ -195,9 +195,9 @@ def test_history_feeds_the_same_outlook_the_backtest_reads() -> None:
         signals = snap(T0 + 60 * k, members, busy=("n1", "s1") if k < 10 else ("n1",), pending={"busy": 8})
         history.record(signals)
     pools = {p.name: p for p in cluster_view(signals, history, 8, policy).pools}
-    assert pools["busy"].outlook.shortfall(8, 8) == (8.0, 29.0)
-    idle, tail = pools["spare"].outlook.idle(0)  # s1 was busy until minute 9
-    assert idle == 20.0 and tail == 1.0
+    assert pools["busy"].outlook.use(8, 8, 30.0) == 8.0
+    assert pools["spare"].outlook.idle(0) == (20.0, None)  # s1 was busy until minute 9: persistence
+    assert pools["spare"].outlook.rises(0, 30.0) == (1, 10, 30.0)  # one rise, 10 demand minutes in 30
 
 
 def test_once_shows_progress(tmp_path: Path) -> None:

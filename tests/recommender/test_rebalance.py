@@ -27,26 +27,35 @@ DAY = 1440.0
 
 @dataclass
 class Stub:
-    """An outlook that answers what it is told: (rate, lasted) as a taker, (idle, tail) as a donor."""
+    """An outlook that answers what it is told: `rate` as a taker's use, `idle_min` (and `missed`, when
+    the end is foreseen) as a donor's idle span, `rises` over `busy` demand minutes."""
 
     rate: float = 8.0
-    lasted: float = 600.0
     idle_min: float = 3 * DAY
-    tail: float = 0.0
-    soon: bool = False
+    missed: int | None = None
+    rises_seen: int = 0
     busy: int = 10_000
+    watched: float = 10 * DAY
+    soon: int = 0
 
-    def shortfall(self, level: int, width: int) -> tuple[float, float]:
-        return min(self.rate, width), self.lasted
+    def use(self, level: int, width: int, horizon_min: float) -> float:
+        return min(self.rate, width)
 
-    def idle(self, level: int) -> tuple[float, float]:
-        return self.idle_min, self.tail
+    def idle(self, level: int) -> tuple[float, int | None]:
+        return self.idle_min, self.missed
 
-    def needs_soon(self, level: int) -> bool:
-        return self.soon
+    def rises(self, level: int, horizon_min: float) -> tuple[int, int, float]:
+        return self.rises_seen, self.busy, min(self.watched, 7 * DAY)
 
     def busy_minutes(self) -> int:
         return self.busy
+
+    @property
+    def watched_min(self) -> float:
+        return self.watched
+
+    def demand_soon(self) -> int:
+        return self.soon
 
 
 def pool(
@@ -73,15 +82,16 @@ POLICY = RebalancePolicy()
 FILL = tuple(pool(f"q{i:02d}", 8, 8) for i in range(14))  # 14 more full pools: 16 pools, 8 tokens a day
 
 
-def test_lends_an_idle_node_for_a_lasting_shortfall_with_its_evidence() -> None:
+def test_lends_an_idle_node_for_the_expected_loan_with_its_evidence() -> None:
     moves = POLICY.propose(view(pool("busy", 16, 16, 8), pool("idle", 32, 0)))
     assert [(m.kind, m.from_pool, m.to_pool, m.home_pool, m.nodes) for m in moves] == [
         (LEND, "idle", "busy", "idle", 1)
     ]
     evidence = {e.signal: e for e in moves[0].evidence}
-    assert evidence["taker_shortfall_rate_gpus"].value == 8.0  # the forecast
-    assert evidence["taker_shortfall_lasted_min"].value == 600.0
-    assert evidence["expected_value_gpu_minutes"].value == pytest.approx(8 * (600 - 11))  # the value
+    assert evidence["taker_use_rate_gpus"].value == 8.0  # the forecast over the loan
+    assert evidence["donor_idle_min"].value == 3 * DAY  # the loan expected
+    assert evidence["donor_rises"].value == 0 and evidence["donor_rises"].threshold > 0
+    assert evidence["expected_value_gpu_minutes"].value == pytest.approx(8 * (3 * DAY - 11))  # the value
     assert evidence["move_budget_tokens"].value == pytest.approx(0.0)  # budget left: a full bucket (2) - 2
 
 
@@ -90,24 +100,43 @@ def test_asks_for_as_many_nodes_as_the_shortfall_and_no_more() -> None:
     assert sum(m.nodes for m in moves) == 3  # 20 GPUs waiting: 3 nodes
 
 
-def test_a_shortfall_younger_than_the_drain_is_worth_nothing() -> None:
-    young = Stub(lasted=10.0)
+def test_a_loan_expected_to_end_within_the_reversal_window_and_a_drain_is_not_made() -> None:
     policy = RebalancePolicy()
-    assert policy.propose(view(pool("busy", 16, 16, 8, young), pool("idle", 32, 0))) == []
+    short = pool("idle", 32, 0, 0, Stub(idle_min=60.0 + 10.0))
+    assert policy.propose(view(pool("busy", 16, 16, 8), short)) == []
+    assert policy.blocked == {"busy": PROTECTION}
+    ok = pool("idle", 32, 0, 0, Stub(idle_min=60.0 + 11.0))
+    assert len(policy.propose(view(pool("busy", 16, 16, 8), ok))) == 1
+
+
+def test_a_taker_that_would_not_use_the_node_gets_nothing() -> None:
+    policy = RebalancePolicy()
+    assert policy.propose(view(pool("busy", 16, 16, 8, Stub(rate=0.0)), pool("idle", 32, 0))) == []
     assert policy.blocked == {"busy": VALUE}
 
 
 def test_the_token_price_rises_as_the_budget_runs_low() -> None:
-    short = Stub(lasted=50.0)  # worth 8 x 39 = 312 GPU-min: 156 per token
-    full = view(pool("busy", 16, 16, 8, short), pool("idle", 32, 0), *FILL)
-    assert len(POLICY.propose(full)) == 1  # a full bucket: any value is worth a token
-    # half a day of budget: a token must buy 240 GPU-minutes
-    half = replace(full, started_min=NOW - 0.5 * DAY)
-    assert POLICY.propose(half) == []
-    long = view(
-        pool("busy", 16, 16, 8, Stub(lasted=200.0)), pool("idle", 32, 0), *FILL, started=NOW - DAY / 2
-    )
-    assert len(POLICY.propose(long)) == 1
+    short = pool("idle", 32, 0, 0, Stub(idle_min=100.0))  # worth 8 x 89 = 712 GPU-min: 356 per token
+    full = view(pool("busy", 16, 16, 8), short, *FILL)
+    assert len(RebalancePolicy().propose(full)) == 1  # a full bucket: any value is worth a token
+    # a quarter of the bucket (2 of 8 tokens): a token must buy 45 minutes of a node's work (360 GPU-min)
+    low = replace(full, started_min=NOW - 0.25 * DAY)
+    assert RebalancePolicy().propose(low) == []
+    longer = pool("idle", 32, 0, 0, Stub(idle_min=300.0))
+    assert len(RebalancePolicy().propose(replace(low, pools=(low.pools[0], longer, *FILL)))) == 1
+
+
+def test_the_token_price_follows_what_tokens_have_been_buying() -> None:
+    """After a day of offers worth days of a node, an offer worth hours waits for a fuller bucket."""
+    policy = RebalancePolicy()
+    days = pool("idle", 32, 0, 0, Stub(idle_min=5 * DAY))
+    for k in range(5):  # earlier planning calls, each offered a loan of days
+        policy._remember_offer(NOW - 600 + 100 * k, 8 * (5 * DAY - 11) / 2)
+    hours = pool("idle", 32, 0, 0, Stub(idle_min=600.0))
+    three_quarters = view(pool("busy", 16, 16, 8), hours, *FILL, started=NOW - 0.75 * DAY)
+    assert policy.propose(three_quarters) == []
+    assert len(RebalancePolicy().propose(three_quarters)) == 1  # without that memory it buys
+    assert len(policy.propose(replace(three_quarters, pools=(three_quarters.pools[0], days, *FILL)))) == 1
 
 
 def test_the_budget_starts_empty_and_fills_at_the_paced_rate() -> None:
@@ -135,28 +164,70 @@ def test_moves_spend_tokens_lend_two_onward_one_takeback_none() -> None:
     assert left == pytest.approx(8 - 6 + 8 * 60 / DAY)
 
 
-def test_a_donor_keeps_what_it_needed_recently_or_in_its_tail() -> None:
-    for donor in (Stub(idle_min=59.0), Stub(tail=0.02)):
+def test_a_donor_lends_only_while_its_rises_fit_its_wait_allowance() -> None:
+    """10,000 demand minutes allow 1% of waiting: 100 minutes, nine drains of 11 minutes."""
+    for donor in (Stub(rises_seen=10), Stub(idle_min=59.0)):
         policy = RebalancePolicy()
         assert policy.propose(view(pool("busy", 16, 16, 8), pool("idle", 32, 0, 0, donor))) == []
         assert policy.blocked == {"busy": PROTECTION}
-    ok = Stub(idle_min=61.0, tail=0.009)
+    ok = Stub(rises_seen=9)
     assert len(POLICY.propose(view(pool("busy", 16, 16, 8), pool("idle", 32, 0, 0, ok)))) == 1
 
 
-def test_a_donor_with_too_few_demand_minutes_to_estimate_its_tail_keeps_all_it_showed() -> None:
-    thin = Stub(tail=0.005, busy=50)  # 50 demand minutes cannot tell a 1% tail
-    assert POLICY.propose(view(pool("busy", 16, 16, 8), pool("idle", 32, 0, 0, thin))) == []
-    never = Stub(tail=0.0, busy=0)  # no demand at all over the window: the slow lane lends
+def test_a_sparse_donor_lends_nothing_and_a_never_used_one_lends() -> None:
+    """Demand in 1% of the minutes seen: a week of them (100 minutes) cannot absorb one drain's wait."""
+    sparse = Stub(busy=144, watched=10 * DAY)
+    policy = RebalancePolicy()
+    assert policy.propose(view(pool("busy", 16, 16, 8), pool("idle", 32, 0, 0, sparse))) == []
+    assert policy.blocked == {"busy": PROTECTION}
+    dense = Stub(busy=1600, watched=10 * DAY)  # 11% of the minutes: 11 minutes of allowance a week
+    assert len(POLICY.propose(view(pool("busy", 16, 16, 8), pool("idle", 32, 0, 0, dense)))) == 1
+    never = Stub(busy=0)  # no demand at all over the window: the slow lane lends
     assert len(POLICY.propose(view(pool("busy", 16, 16, 8), pool("idle", 32, 0, 0, never)))) == 1
+
+
+def test_with_a_history_too_short_to_judge_an_allowance_no_pool_is_sparse() -> None:
+    """Compressed timings (the demo: an hour of history, 3-minute drains): 1% of even a fully busy hour
+    cannot absorb a drain, so the allowance judges nobody sparse and admits no rise."""
+    short = RebalancePolicy(RebalanceParams(cycle_min=1, drain_min=3, reversal_min=10, history_min=60))
+    thin = Stub(idle_min=30.0, busy=5, watched=60.0)
+    pools = (pool("busy", 16, 16, 8), pool("idle", 32, 0, 0, thin), *FILL)
+    assert not short.sparse(pools[1])
+    assert len(short.propose(view(*pools))) == 1
+    risen = Stub(idle_min=30.0, busy=5, watched=60.0, rises_seen=1)
+    assert short.propose(view(pools[0], pool("idle", 32, 0, 0, risen), *FILL)) == []
+
+
+def test_a_sparse_owner_that_wakes_up_recalls_all_its_nodes() -> None:
+    owner = pool("owner", 8, 1, 0, Stub(busy=30, watched=3 * DAY))  # one GPU wanted; three nodes away
+    loans = (Loan("owner", "b", 2), Loan("owner", "c", 1))
+    moves = POLICY.propose(view(owner, pool("b", 32, 16), pool("c", 24, 16), loans=loans))
+    assert sorted((m.kind, m.from_pool, m.nodes) for m in moves) == [(TAKEBACK, "b", 2), (TAKEBACK, "c", 1)]
+    dense = pool("owner", 8, 1, 0, Stub(busy=2000, watched=3 * DAY))  # fits its one node: keeps lending
+    assert POLICY.propose(view(dense, pool("b", 32, 16), pool("c", 24, 16), loans=loans)) == []
+
+
+def test_a_foreseen_loan_counts_only_the_rises_its_forecast_missed() -> None:
+    """A donor whose profile foresees its demand: its rises are recalled in time, only the misses risk a
+    wait."""
+    seen = Stub(idle_min=600.0, missed=0, rises_seen=50)
+    assert len(POLICY.propose(view(pool("busy", 16, 16, 8), pool("idle", 32, 0, 0, seen)))) == 1
+    missed = Stub(idle_min=600.0, missed=10, rises_seen=0)
+    assert POLICY.propose(view(pool("busy", 16, 16, 8), pool("idle", 32, 0, 0, missed))) == []
 
 
 def test_the_slow_lane_donor_idle_for_days_goes_first() -> None:
     days = pool("slow", 16, 0, 0, Stub(idle_min=5 * DAY))
     hours = pool("fast", 16, 0, 0, Stub(idle_min=120.0))
-    busy = pool("busy", 16, 16, 8, Stub(lasted=3 * DAY))
-    moves = POLICY.propose(view(busy, hours, days))
+    moves = POLICY.propose(view(pool("busy", 16, 16, 8), hours, days))
     assert [(m.from_pool, m.nodes) for m in moves] == [("slow", 1)]
+
+
+def test_at_equal_value_the_donor_with_fewer_nodes_away_goes_first() -> None:
+    """One wake-up recalls all of a donor's nodes at once: equal loans are spread over donors."""
+    a, b = pool("a", 32, 0, 0, Stub(busy=0)), pool("b", 32, 0, 0, Stub(busy=0))
+    moves = POLICY.propose(view(pool("busy", 16, 16, 16), a, b, *FILL, loans=(Loan("a", "q00", 1),)))
+    assert next((m.from_pool, m.nodes) for m in moves) == ("b", 1)
 
 
 def test_never_moves_nodes_back_within_the_reversal_window() -> None:
@@ -175,6 +246,7 @@ def test_takes_back_when_the_owner_needs_its_nodes_even_with_no_budget() -> None
     moves = POLICY.propose(view(owner, holder, loans=loans, started=NOW))
     assert [(m.kind, m.from_pool, m.to_pool, m.nodes) for m in moves] == [(TAKEBACK, "b", "a", 1)]
     assert {e.signal for e in moves[0].evidence} == {"owner_shortfall_gpus", "move_budget_tokens"}
+    assert moves[0].reason == "owner demand returned"
 
 
 def test_no_takeback_of_a_loan_younger_than_the_reversal_window() -> None:
@@ -186,11 +258,13 @@ def test_no_takeback_of_a_loan_younger_than_the_reversal_window() -> None:
     assert len(POLICY.propose(view(owner, holder, loans=loans, moves=older))) == 1
 
 
-def test_no_takeback_while_the_owner_fits_unless_hindsight_says_it_will_not() -> None:
-    loans = (Loan("a", "b", 1),)
-    assert POLICY.propose(view(pool("a", 8, 4), pool("b", 24, 8), loans=loans)) == []
-    due = pool("a", 8, 4, 0, Stub(soon=True))
-    assert len(POLICY.propose(view(due, pool("b", 24, 8), loans=loans))) == 1
+def test_no_takeback_while_the_owner_fits_unless_its_demand_is_due_before_a_node_could_arrive() -> None:
+    loans = (Loan("a", "b", 1), Loan("a", "c", 1))
+    assert POLICY.propose(view(pool("a", 8, 4), pool("b", 24, 8), pool("c", 24, 8), loans=loans)) == []
+    due = pool("a", 8, 4, 0, Stub(soon=24))  # 24 GPUs due: both nodes, recalled before it comes
+    moves = POLICY.propose(view(due, pool("b", 24, 8), pool("c", 24, 8), loans=loans))
+    assert sum(m.nodes for m in moves if m.kind == TAKEBACK) == 2
+    assert moves[0].reason == "owner demand due before a node could arrive"
 
 
 def test_a_pool_with_nodes_away_takes_back_instead_of_borrowing() -> None:
@@ -200,10 +274,18 @@ def test_a_pool_with_nodes_away_takes_back_instead_of_borrowing() -> None:
 
 
 def test_borrowed_idle_nodes_go_onward_before_the_donors_own_and_cost_one_token() -> None:
-    holder = pool("h", 24, 0)  # one of its three nodes is a's
+    holder = pool("h", 24, 0, 0, Stub(rate=0.0))  # one of its three nodes is a's; it would not use it
     moves = POLICY.propose(view(pool("busy", 16, 16, 8), holder, pool("a", 8, 8), loans=(Loan("a", "h", 1),)))
     assert [(m.from_pool, m.to_pool, m.home_pool) for m in moves] == [("h", "busy", "a")]
     assert {e.signal: e.threshold for e in moves[0].evidence}["move_budget_tokens"] == 1.0
+
+
+def test_a_holder_that_would_use_a_borrowed_node_does_not_send_it_onward() -> None:
+    """It cannot recall a node it does not own: the use it would lose is charged to the onward loan."""
+    holder = pool("h", 24, 16, 0, Stub(rate=8.0))  # its borrowed node is idle now, needed over the loan
+    loans = (Loan("a", "h", 1),)
+    moves = POLICY.propose(view(pool("busy", 16, 16, 8), holder, pool("a", 8, 8), loans=loans))
+    assert all(m.home_pool != "a" for m in moves)
 
 
 def test_outside_a_planning_cycle_only_takebacks() -> None:
