@@ -5,7 +5,7 @@ are repeated back to back (9 + 9 + 9 + 4 days) with timestamps continuing minute
 gzip CSV in a temporary folder. `--copies N` makes a wider cluster: N copies of the 16 pools, copy c
 shifted by 2c days, named `POOL_c` (a real cluster with more pools than the shared trace). The figure
 covers reading that file, every strategy and writing the JSON report, as
-`ibpool backtest --trace FILE --json OUT` does.
+`ibpool backtest --trace FILE [--out OUT]` does.
 
     .venv/bin/python -m benchmarks.backtest_speed [--trace PATH] [--days 31] [--copies 1] [--repeat 1]
 """

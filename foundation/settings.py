@@ -60,9 +60,21 @@ def add_options(parser: argparse.ArgumentParser, options: Iterable[Option]) -> N
             kwargs["action"] = argparse.BooleanOptionalAction
         elif o.kind is not str:
             kwargs["type"] = o.kind
-        parser.add_argument(o.flag, *o.aliases, help=o.help, **kwargs)
-        if o.hidden:
-            parser.add_argument(*o.hidden, help=argparse.SUPPRESS, **kwargs)
+        action = parser.add_argument(o.flag, *o.aliases, help=o.help, **kwargs)
+        for old in o.hidden:
+            add_hidden_alias(parser, old, action)
+
+
+def add_hidden_alias(parser: argparse.ArgumentParser, old: str, action: argparse.Action) -> None:
+    """Accept the old spelling `old` for `action` without showing it in --help (kept for one release)."""
+    kwargs: dict[str, Any] = {"dest": action.dest, "default": argparse.SUPPRESS, "help": argparse.SUPPRESS}
+    if isinstance(action, argparse.BooleanOptionalAction):
+        kwargs["action"] = argparse.BooleanOptionalAction
+    elif action.nargs == 0:
+        kwargs.update(action="store_const", const=action.const)
+    else:
+        kwargs.update(type=action.type, choices=action.choices)
+    parser.add_argument(old, **kwargs)
 
 
 def flatten_keys(raw: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

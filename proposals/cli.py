@@ -2,7 +2,7 @@
 
 The store is `--db PATH`, else `$IBPOOL_DB`, else /var/lib/ibpool/ibpool.db; only `submit` creates it;
 `list`, `show`, `audit` and `backup` open it read-only. The approval policy file (blast-radius limits,
-auto-approval bounds) is `--config FILE`, else `$IBPOOL_APPROVAL_CONFIG`, else built-in default limits.
+auto-approval bounds) is `--config.file FILE`, else `$IBPOOL_APPROVAL_CONFIG`, else built-in default limits.
 Who acts is the operating system's account (`foundation.identity`); `--by` is a display name, recorded
 beside it. Exit 0 ok, 1 refused (illegal transition, approver is the proposer, outside limits, unknown
 id), 2 usage, format or configuration error, or a store that is missing, damaged or cannot be written.
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from foundation.identity import os_actor
-from foundation.logs import configure_logging
+from foundation.logs import LOG_LEVELS, configure_logging
 from proposals import approval
 from proposals.approval_config import DEFAULT_CONFIG, ApprovalConfig, load_approval_config
 from proposals.errors import LookupFailedError, ProblemsError, RefusedError, StoreError
@@ -56,16 +56,28 @@ def _parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help=f"proposal store (default ${DB_ENV}, else {DEFAULT_DB})",
     )
-    db.add_argument("--log-level", default=argparse.SUPPRESS, choices=("debug", "info", "warning", "error"))
+    db.add_argument("--log.level", dest="log_level", default=argparse.SUPPRESS, choices=LOG_LEVELS)
+    db.add_argument(
+        "--log-level", dest="log_level", default=argparse.SUPPRESS, choices=LOG_LEVELS, help=argparse.SUPPRESS
+    )
     config = argparse.ArgumentParser(add_help=False)
     config.add_argument(
-        "--config", type=Path, help=f"approval policy file (default ${CONFIG_ENV}, else built-in limits)"
+        "--config.file",
+        dest="config",
+        type=Path,
+        help=f"approval policy file (default ${CONFIG_ENV}, else built-in limits)",
+    )
+    config.add_argument(
+        "--config", dest="config", type=Path, default=argparse.SUPPRESS, help=argparse.SUPPRESS
     )
     p = argparse.ArgumentParser(prog="ibpool proposals", description="Proposals: review, approve, audit.")
     p.add_argument(
         "--db", type=Path, default=None, help=f"proposal store (default ${DB_ENV}, else {DEFAULT_DB})"
     )
-    p.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"))
+    p.add_argument("--log.level", dest="log_level", default="warning", choices=LOG_LEVELS)
+    p.add_argument(
+        "--log-level", dest="log_level", default=argparse.SUPPRESS, choices=LOG_LEVELS, help=argparse.SUPPRESS
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     s = sub.add_parser("submit", parents=[db], help="validate and store a proposal file; print its id")
     s.add_argument("file", help=f"proposal JSON file (at most {MAX_DOCUMENT_BYTES} bytes), or - for stdin")

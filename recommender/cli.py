@@ -2,7 +2,7 @@
 
     ibpool recommend --once (--prometheus.url URL | --embedded.targets URL) [--db PATH] [--policy FILE]
                             [--json]
-    ibpool recommend [--config.file FILE] [--interval SECONDS] [--web.listen-address HOST:PORT]
+    ibpool recommend [--config.file FILE] [--recommend.interval-seconds S] [--web.listen-address HOST:PORT]
 
 The embedded source scrapes the exporters listed by an http_sd targets URL. The hysteresis memory is kept
 beside the store (`<db>.recommender-state.json`).
@@ -80,9 +80,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--qos.file", "qos.file", "qos_file", Path, "opensm.conf holding the QoS tables in force"),
     Option("--db", "db", "db", Path, "proposal store ($IBPOOL_DB, else /var/lib/ibpool/ibpool.db)"),
     Option("--policy", "policy", "policy", Path, "auto-approval policy file"),
-    Option("--interval", "interval_seconds", "interval_seconds", float, "seconds between cycles (60)"),
-    Option("--max-age", "max_age_seconds", "max_age_seconds", float,
-           "signals older than this many seconds count as missing (120)"),
+    Option("--recommend.interval-seconds", "interval_seconds", "interval_seconds", float,
+           "seconds between cycles (60)", hidden=("--interval",)),
+    Option("--signals.max-age-seconds", "max_age_seconds", "max_age_seconds", float,
+           "signals older than this many seconds count as missing (120)", hidden=("--max-age",)),
 )  # fmt: skip
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import pytest
 
 from foundation.version import __version__
 from ibpool.cli import COMMANDS, SIMULATED_EXPORTER, main, resolve
+from proposals.store import Store
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
@@ -56,4 +58,50 @@ def test_bash_completion_completes_commands_and_flags(tmp_path: Path) -> None:
     out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, check=True).stdout
     commands, flags = out.splitlines()
     assert commands == "fabric-exporter"
-    assert flags.startswith("--fabric.sweep-interval")
+    assert flags.startswith("--fabric.sweep-interval-seconds")
+
+
+OLD_AND_NEW = [
+    (
+        "exporter.fabric.config",
+        [
+            "--fabric.sweep-interval=5",
+            "--fabric.command-timeout=3",
+            "--fabric.forget-after=60",
+            "--ibdiag.timeout=9",
+        ],
+        [
+            "--fabric.sweep-interval-seconds=5",
+            "--fabric.command-timeout-seconds=3",
+            "--fabric.forget-after-seconds=60",
+            "--ibdiag.timeout-ms=9",
+        ],
+    ),
+    (
+        "simulator.serve.config",
+        ["--sweep-interval=2", "--poll-interval=3", "--warmup=60"],
+        ["--fabric.sweep-interval-seconds=2", "--slurm.poll-interval-seconds=3", "--warmup-seconds=60"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("module", "old", "new"), OLD_AND_NEW)
+def test_old_flag_spellings_still_parse_to_the_same_config(
+    module: str, old: list[str], new: list[str]
+) -> None:
+    settings = importlib.import_module(module).SETTINGS
+    assert settings.load(old) == settings.load(new)
+    shown = settings.parser().format_help()
+    assert all(flag.split("=")[0] in shown for flag in new)
+    assert not any(f"{flag.split('=')[0]} " in shown for flag in old)
+
+
+def test_old_spellings_of_the_argparse_commands(tmp_path: Path) -> None:
+    from recommender import cli as recommend  # noqa: PLC0415 (only this test needs it)
+
+    args = recommend.parser().parse_args(["--interval", "7", "--max-age", "9", "--embedded.targets", "x"])
+    cfg = recommend.load(args)
+    assert (cfg.interval_seconds, cfg.max_age_seconds) == (7.0, 9.0)
+    Store(tmp_path / "p.db").close()
+    assert main(["proposals", "--log-level", "debug", "--db", str(tmp_path / "p.db"), "list"]) == 0
+    assert main(["proposals", "--log.level", "debug", "--db", str(tmp_path / "p.db"), "list"]) == 0

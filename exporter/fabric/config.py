@@ -75,12 +75,14 @@ class FabricConfig:
 
 # The fabric exporter's own options: flag, YAML key (nested keys are dotted), field, type, help.
 OPTIONS: tuple[Option, ...] = (
-    Option("--fabric.sweep-interval", "fabric.sweep_interval_seconds", "sweep_interval_seconds", float,
-           "seconds between sweeps (15)"),
+    Option("--fabric.sweep-interval-seconds", "fabric.sweep_interval_seconds", "sweep_interval_seconds",
+           float,
+           "seconds between sweeps (15)", hidden=("--fabric.sweep-interval",)),
     Option("--fabric.concurrency", "fabric.concurrency", "concurrency", int,
            "diagnostics running at once (4)"),
-    Option("--fabric.command-timeout", "fabric.command_timeout_seconds", "command_timeout_seconds", float,
-           "seconds one diagnostic may run before it is killed (10)"),
+    Option("--fabric.command-timeout-seconds", "fabric.command_timeout_seconds", "command_timeout_seconds",
+           float,
+           "seconds one diagnostic may run before it is killed (10)", hidden=("--fabric.command-timeout",)),
     Option("--fabric.hca-ports", "fabric.hca_ports", "hca_ports", bool, "also read HCA ports (off)"),
     Option("--fabric.vl-counters", "fabric.vl_counters", "vl_counters", str,
            "per-VL waits: batch, perfquery or off (batch)"),
@@ -92,13 +94,15 @@ OPTIONS: tuple[Option, ...] = (
            "VL arbitration tables (smpquery vlarb, one process per port): off, first (one active port per"
            " switch) or all (every active switch port) (first)"),
     Option("--fabric.node-name-map", "fabric.node_name_map", "node_name_map", Path, "GUID-to-name map file"),
-    Option("--fabric.forget-after", "fabric.forget_after_seconds", "forget_after_seconds", float,
-           "seconds a switch missing from discovery is still reported down (3600)"),
+    Option("--fabric.forget-after-seconds", "fabric.forget_after_seconds", "forget_after_seconds", float,
+           "seconds a switch missing from discovery is still reported down (3600)",
+           hidden=("--fabric.forget-after",)),
     Option("--fabric.scratch-dir", "fabric.scratch_dir", "scratch_dir", Path,
            "directory the diagnostics run in (default: /dev/shm, else TMPDIR)"),
     Option("--ibdiag.ca", "ibdiag.ca", "ibdiag_ca", str, "local CA the diagnostics use (-C)"),
     Option("--ibdiag.port", "ibdiag.port", "ibdiag_port", int, "local CA port the diagnostics use (-P)"),
-    Option("--ibdiag.timeout", "ibdiag.timeout_ms", "ibdiag_timeout_ms", int, "MAD timeout in ms (-t)"),
+    Option("--ibdiag.timeout-ms", "ibdiag.timeout_ms", "ibdiag_timeout_ms", int, "MAD timeout in ms (-t)",
+           hidden=("--ibdiag.timeout",)),
     Option("--ibdiag.bin-dir", "ibdiag.bin_dir", "ibdiag_bin_dir", Path, "directory holding perfquery & co."),
     Option("--health.max-age-seconds", "health.max_age_seconds", "health_max_age_seconds", float,
            "fabric data older than this (the last complete sweep, or the topology it used) is not"

@@ -41,7 +41,10 @@ POOL_COLUMNS = (
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ibpool backtest", description=__doc__)
     parser.add_argument("--trace", type=Path, required=True, help="per-pool minute series, CSV or CSV.gz")
-    parser.add_argument("--json", type=Path, required=True, dest="json_out", help="write the report here")
+    parser.add_argument("--out", type=Path, dest="json_out", help="write the JSON report here")
+    parser.add_argument(
+        "--json", type=Path, dest="json_out", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
     parser.add_argument("--eval-from", help="score from this time (ISO 8601); earlier steps only warm up")
     parser.add_argument("--eval-to", help="score up to (not including) this time (ISO 8601)")
     parser.add_argument("--gpus-per-node", type=int, default=ModelParams.gpus_per_node)
@@ -138,7 +141,8 @@ def main(argv: list[str]) -> int:
     report["meta"]["trace_file"] = str(args.trace)
     report["meta"]["wall_seconds"] = round(time.perf_counter() - started, 3)
     try:
-        args.json_out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        if args.json_out is not None:
+            args.json_out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     except OSError as exc:
         print(f"ibpool backtest: cannot write {args.json_out}: {exc.strerror or exc}", file=sys.stderr)
         return 1
@@ -150,7 +154,7 @@ def main(argv: list[str]) -> int:
         print(format_pools(report))
         print()
         print(format_blocked(report))
-        print(f"{meta['wall_seconds']:.1f} s; report: {args.json_out}")
+        print(f"{meta['wall_seconds']:.1f} s" + (f"; report: {args.json_out}" if args.json_out else ""))
     return 0
 
 

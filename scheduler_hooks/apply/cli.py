@@ -1,6 +1,6 @@
-"""`ibpool apply ID [--yes] [--config FILE] [--db PATH] [--by NAME] [--recover] [--json]`.
+"""`ibpool apply ID [--yes] [--config.file FILE] [--db PATH] [--by NAME] [--recover] [--json]`.
 
-Without `--yes` a dry run: the plan is printed and nothing changes. The config is `--config FILE`, else
+Without `--yes` a dry run: the plan is printed and nothing changes. The config is `--config.file FILE`, else
 `$IBPOOL_APPLY_CONFIG`, else /etc/ibpool/apply.yaml; the store is `--db`, else `$IBPOOL_DB`, else
 /var/lib/ibpool/ibpool.db (as for `ibpool proposals`). Exit: 0 done (applied, already applied, already in
 effect; a dry run that would apply; a recovery that completed or rolled back everything), 1 refused
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from foundation.identity import os_actor
-from foundation.logs import configure_logging
+from foundation.logs import LOG_LEVELS, configure_logging
 from proposals.approval import check_person
 from proposals.cli import db_path
 from proposals.errors import LookupFailedError, RefusedError, StoreError
@@ -45,7 +45,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("id", nargs="?", help="proposal id or unique id prefix")
     p.add_argument("--yes", action="store_true", help="apply for real (default: dry run)")
-    p.add_argument("--config", type=Path, help=f"apply config (default ${CONFIG_ENV}, else {DEFAULT_CONFIG})")
+    p.add_argument(
+        "--config.file",
+        dest="config",
+        type=Path,
+        help=f"apply config (default ${CONFIG_ENV}, else {DEFAULT_CONFIG})",
+    )
+    p.add_argument("--config", dest="config", type=Path, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     p.add_argument(
         "--db", type=Path, help="proposal store (default $IBPOOL_DB, else /var/lib/ibpool/ibpool.db)"
     )
@@ -54,7 +60,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--recover", action="store_true", help="complete or roll back interrupted applies")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"))
+    p.add_argument("--log.level", dest="log_level", default="warning", choices=LOG_LEVELS)
+    p.add_argument(
+        "--log-level", dest="log_level", default=argparse.SUPPRESS, choices=LOG_LEVELS, help=argparse.SUPPRESS
+    )
     return p
 
 

@@ -1,14 +1,11 @@
-"""`ibpool simulate` flags, parsed once into a frozen config; every problem reported at once."""
+"""`ibpool simulate` configuration: flags over an optional YAML file, parsed once, every problem at once."""
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from foundation.errors import ConfigError
-from foundation.logs import LOG_LEVELS
-from foundation.settings import reporter, validate_web
+from foundation.settings import Bad, CommandSettings, Option
 from simulator.cluster.errors import SpecError
 from simulator.cluster.spec import load_spec
 from simulator.serve.presets import PRESETS
@@ -41,37 +38,36 @@ class SimulateConfig:
     workdir: Path | None = None
 
 
-def build_parser(prog: str = "ibpool simulate") -> argparse.ArgumentParser:
-    """The command-line flags."""
-    p = argparse.ArgumentParser(
-        prog=prog,
-        description="Run a simulated GPU cluster behind the real exporters (see simulator.serve).",
-    )
-    add = p.add_argument
-    add("--spec", dest="spec_file", type=Path, help="cluster spec YAML (simulator.cluster.spec)")
-    add("--preset", choices=sorted(PRESETS), default="small", help="built-in cluster when no --spec (small)")
-    add("--nodes", type=int, help="resize the preset to N nodes")
-    add("--seed", type=int, default=1, help="seed of the workload generator and trace replay (1)")
-    add("--start-hour", dest="start_hour", type=float, default=0.0, help="hour of day at t=0 of a preset (0)")
-    add("--speed", type=float, default=60.0, help="simulated seconds per wall second; 0 freezes (60)")
-    add("--trace", dest="trace_file", type=Path, help="replay a per-pool minute trace (.csv or .csv.gz)")
-    add("--trace-minutes", dest="trace_minutes", type=int, help="replay only the first N minutes")
-    add("--warmup", dest="warmup_seconds", type=float, default=0.0, help="simulated seconds before serving")
-    add("--max-materialized", dest="max_nodes", type=int, default=64, help="node exporters at once (64)")
-    add("--sweep-interval", dest="sweep_interval_seconds", type=float, default=1.0, help="fabric (1 s)")
-    add("--poll-interval", dest="poll_interval_seconds", type=float, default=1.0, help="scheduler (1 s)")
-    add("--fabric.hca-ports", dest="hca_ports", action="store_true", help="fabric exporter reads HCA ports")
-    add("--advertise-address", dest="advertise_address", help="HOST:PORT in /targets (the request's Host)")
-    add("--workdir", type=Path, help="directory for node trees (a temporary one)")
-    add("--web.listen-address", dest="listen_address", default=DEFAULT_LISTEN, help=f"({DEFAULT_LISTEN})")
-    add("--web.config.file", dest="web_config_file", type=Path, help="TLS / basic auth (exporter-toolkit)")
-    add("--log.level", dest="log_level", default="info", help=", ".join(LOG_LEVELS))
-    return p
+OPTIONS: tuple[Option, ...] = (
+    Option("--spec", "spec", "spec_file", Path, "cluster spec YAML (simulator.cluster.spec)"),
+    Option("--preset", "preset", "preset", str,
+           f"built-in cluster when no --spec: {', '.join(sorted(PRESETS))} (small)"),
+    Option("--nodes", "nodes", "nodes", int, "resize the preset to N nodes"),
+    Option("--seed", "seed", "seed", int, "seed of the workload generator and trace replay (1)"),
+    Option("--start-hour", "start_hour", "start_hour", float, "hour of day at t=0 of a preset (0)"),
+    Option("--speed", "speed", "speed", float, "simulated seconds per wall second; 0 freezes (60)"),
+    Option("--trace", "trace", "trace_file", Path, "replay a per-pool minute trace (.csv or .csv.gz)"),
+    Option("--trace-minutes", "trace_minutes", "trace_minutes", int, "replay only the first N minutes"),
+    Option("--warmup-seconds", "warmup_seconds", "warmup_seconds", float,
+           "simulated seconds before serving (0)", hidden=("--warmup",)),
+    Option("--max-materialized", "max_materialized", "max_nodes", int, "node exporters at once (64)"),
+    Option("--fabric.sweep-interval-seconds", "fabric.sweep_interval_seconds", "sweep_interval_seconds",
+           float,
+           "seconds between fabric sweeps (1)", hidden=("--sweep-interval",)),
+    Option("--slurm.poll-interval-seconds", "slurm.poll_interval_seconds", "poll_interval_seconds", float,
+           "seconds between scheduler polls (1)", hidden=("--poll-interval",)),
+    Option("--fabric.hca-ports", "fabric.hca_ports", "hca_ports", bool,
+           "the fabric exporter reads HCA ports"),
+    Option("--advertise-address", "advertise_address", "advertise_address", str,
+           "HOST:PORT in /targets (default: the request's Host)"),
+    Option("--workdir", "workdir", "workdir", Path, "directory for node trees (a temporary one)"),
+)  # fmt: skip
 
 
-def _validate(cfg: SimulateConfig, given: set[str], problems: list[str]) -> None:
-    bad = reporter(dict.fromkeys(given, "flag"), problems)
-    validate_web(cfg, bad)
+def validate(cfg: SimulateConfig, bad: Bad) -> None:
+    """The simulator's own checks (the web ones are shared)."""
+    if cfg.preset not in PRESETS:
+        bad("preset", f"must be one of {', '.join(sorted(PRESETS))}")
     if cfg.nodes is not None and cfg.nodes < 2:
         bad("nodes", "must be at least 2 (one per pool)")
     if cfg.nodes is not None and (cfg.spec_file or cfg.trace_file):
@@ -96,13 +92,16 @@ def _validate(cfg: SimulateConfig, given: set[str], problems: list[str]) -> None
             bad("spec_file", str(exc))
 
 
+SETTINGS = CommandSettings(
+    prog="ibpool simulate",
+    description="Run a simulated GPU cluster behind the real exporters (docs/simulator.md).",
+    config_type=SimulateConfig,
+    options=OPTIONS,
+    validate=validate,
+    default_listen=DEFAULT_LISTEN,
+)
+
+
 def load_config(argv: list[str]) -> SimulateConfig:
-    """Parse the flags into one frozen config; raise ConfigError listing every problem."""
-    args = build_parser().parse_args(argv)
-    cfg = SimulateConfig(**vars(args))
-    given = {key for key, value in vars(args).items() if value is not None}
-    problems: list[str] = []
-    _validate(cfg, given, problems)
-    if problems:
-        raise ConfigError(problems)
-    return cfg
+    """Parse flags and the optional YAML file into one frozen config; raise ConfigError with all problems."""
+    return SETTINGS.load(argv)

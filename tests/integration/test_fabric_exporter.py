@@ -309,7 +309,11 @@ def test_fabric_exporter_command_end_to_end(fabric: IbsimFabric, tmp_path: Path)
     names = tmp_path / "names.txt"
     names.write_text(f'{fabric.node_guid("leaf2")} "leaf-02 (row B)"\n')
     scratch = tmp_path / "scratch"
-    flags = ("--fabric.sweep-interval=0.5", "--fabric.concurrency=3", f"--fabric.node-name-map={names}")
+    flags = (
+        "--fabric.sweep-interval-seconds=0.5",
+        "--fabric.concurrency=3",
+        f"--fabric.node-name-map={names}",
+    )
     proc, listen = _start_exporter(fabric, scratch, *flags)
     try:
         wait_until(lambda: "ibpool_fabric_sweep_timestamp_seconds" in _metrics(listen), 60, "a first sweep")
@@ -371,7 +375,7 @@ def test_when_every_diagnostic_fails_old_links_are_aged_then_withdrawn(
     proc, listen = _start_exporter(
         fabric,
         tmp_path / "scratch",
-        "--fabric.sweep-interval=0.3",
+        "--fabric.sweep-interval-seconds=0.3",
         "--fabric.vl-counters=perfquery",  # every read through a program in bin_dir (no batch helper)
         f"--ibdiag.bin-dir={bin_dir}",
         f"--health.max-age-seconds={max_age:g}",

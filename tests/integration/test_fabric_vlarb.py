@@ -83,7 +83,7 @@ def test_live_weights_follow_opensm_and_the_hook(lab: Lab, tmp_path: Path) -> No
     argv = ibpool_argv(
         "fabric-exporter",
         f"--web.listen-address=127.0.0.1:{listen}",
-        "--fabric.sweep-interval=0.5",
+        "--fabric.sweep-interval-seconds=0.5",
         "--fabric.concurrency=2",
         "--fabric.vl-counters=off",
         "--fabric.vlarb-ports=all",

@@ -44,7 +44,7 @@ def real_slice(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_cli_writes_the_report(real_slice: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "report.json"
-    code = cli.main(["--trace", str(real_slice), "--json", str(out), "--eval-from", "2020-05-02T12:00:00"])
+    code = cli.main(["--trace", str(real_slice), "--out", str(out), "--eval-from", "2020-05-02T12:00:00"])
     assert code == 0
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["meta"]["pools"] == 16 and report["meta"]["eval_days"] == 1.5
@@ -63,10 +63,10 @@ def test_cli_writes_the_report(real_slice: Path, tmp_path: Path, capsys: pytest.
 
 def test_cli_rejects_bad_input(real_slice: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "report.json"
-    assert cli.main(["--trace", str(tmp_path / "missing.csv"), "--json", str(out)]) == 2
-    assert cli.main(["--trace", str(real_slice), "--json", str(out), "--policy-param", "bogus=1"]) == 2
-    assert cli.main(["--trace", str(real_slice), "--json", str(out), "--policy-param", "cooldown_min"]) == 2
-    args = ["--trace", str(real_slice), "--json", str(out), "--eval-from", "2030-01-01"]
+    assert cli.main(["--trace", str(tmp_path / "missing.csv"), "--out", str(out)]) == 2
+    assert cli.main(["--trace", str(real_slice), "--out", str(out), "--policy-param", "bogus=1"]) == 2
+    assert cli.main(["--trace", str(real_slice), "--out", str(out), "--policy-param", "cooldown_min"]) == 2
+    args = ["--trace", str(real_slice), "--out", str(out), "--eval-from", "2030-01-01"]
     assert cli.main(args) == 2
     assert "ibpool backtest:" in capsys.readouterr().err
     assert not out.exists()
@@ -80,7 +80,7 @@ def test_cli_skips_a_few_malformed_rows_and_says_so(
     lines[5] = lines[5].rsplit(",", 1)[0] + ",NaN"  # a pending value a broken exporter could write
     damaged, out = tmp_path / "damaged.csv", tmp_path / "report.json"
     damaged.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert cli.main(["--trace", str(damaged), "--json", str(out), "--quiet"]) == 0
+    assert cli.main(["--trace", str(damaged), "--out", str(out), "--quiet"]) == 0
     meta = json.loads(out.read_text(encoding="utf-8"))["meta"]
     assert meta["rows_skipped"] == 1 and meta["rows_skipped_reasons"][0].startswith("line 6:")
     assert "skipped 1 malformed rows (line 6:" in capsys.readouterr().err

@@ -26,18 +26,18 @@ def test_flags() -> None:
     cfg = load_config(
         [
             "--web.listen-address=127.0.0.1:19471",
-            "--fabric.sweep-interval=5",
+            "--fabric.sweep-interval-seconds=5",
             "--fabric.concurrency=2",
-            "--fabric.command-timeout=3",
+            "--fabric.command-timeout-seconds=3",
             "--fabric.hca-ports",
             "--fabric.vl-counters=perfquery",
             "--fabric.vl-count=4",
             "--no-fabric.port-states",
-            "--fabric.forget-after=60",
+            "--fabric.forget-after-seconds=60",
             "--fabric.scratch-dir=/tmp",
             "--ibdiag.ca=mlx5_0",
             "--ibdiag.port=1",
-            "--ibdiag.timeout=200",
+            "--ibdiag.timeout-ms=200",
             "--log.level=debug",
         ]
     )
@@ -78,7 +78,9 @@ def test_every_problem_is_listed_with_its_key(tmp_path: Path) -> None:
         "ibdiag:\n  port: x\n"
     )
     with pytest.raises(ConfigError) as info:
-        load_config(["--config.file", str(config), "--fabric.sweep-interval=0", "--web.listen-address=nope"])
+        load_config(
+            ["--config.file", str(config), "--fabric.sweep-interval-seconds=0", "--web.listen-address=nope"]
+        )
     problems = info.value.problems
     assert f"{config}: fabric.bogus: unknown key" in problems
     assert any(p.startswith(f"{config}: ibdiag.port:") for p in problems)
