@@ -23,9 +23,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
+from foundation.maxmin import weighted_fill
 from proposals import targets
 from proposals.model import Change, Evidence, Proposal
 from recommender.signals.model import LINKS, NODES, POOLS, QOS, LinkSignals, Missing, QosSignals, Signals
+
+__all__ = ["QuotaDecision", "QuotaParams", "QuotaPolicy", "QuotaState", "weighted_fill"]
 
 NAME = "quota"
 INF = math.inf
@@ -69,31 +72,6 @@ class QuotaDecision:
     missing: tuple[Missing, ...]
     state: QuotaState
     notes: tuple[str, ...] = ()
-
-
-def weighted_fill(
-    capacity: float, demands: Mapping[int, float], weights: Mapping[int, int]
-) -> dict[int, float]:
-    """Weighted max-min split of `capacity` among VLs (weight-0 VLs get only leftovers)."""
-    alloc = dict.fromkeys(demands, 0.0)
-    remaining = capacity
-    active = {vl for vl, d in demands.items() if d > 0 and weights.get(vl, 0) > 0}
-    while active and remaining > 1e-12:
-        total = sum(weights[vl] for vl in active)
-        done = {vl for vl in active if demands[vl] <= remaining * weights[vl] / total}
-        if not done:
-            for vl in active:
-                alloc[vl] = remaining * weights[vl] / total
-            return alloc
-        for vl in done:
-            alloc[vl] = demands[vl]
-            remaining -= demands[vl]
-        active -= done
-    zero = sorted(vl for vl, d in demands.items() if d > 0 and weights.get(vl, 0) == 0)
-    for i, vl in enumerate(zero):
-        alloc[vl] = min(demands[vl], max(0.0, remaining) / (len(zero) - i))
-        remaining -= alloc[vl]
-    return alloc
 
 
 def _window(seconds: float) -> str:
