@@ -1,69 +1,79 @@
-"""Alert-like events the demo evaluates on each signals snapshot (no Alertmanager in the demo).
+"""The demo's alerts: the shipped rule files replayed by vmalert over the series the loop run recorded.
 
-Names follow alerts/alert_rules.yml; conditions are the rules' in spirit, evaluated once per cycle with no
-`for:` delay: `IbPortCongested` (a switch port waits at least 20 % of the time), `GpuPoolImbalanced` (a pool
-queues at least one node's worth of GPUs while another has idle nodes), `NodeUnavailable` (a node drained,
-draining or down). Each condition fires once and resolves once.
+`ALERTS_DIR` (the repository's alerts/) is loaded as it ships, with the demo cluster's one site setting
+(`demo.scenario.RULE_SETTINGS`: its switches and HCAs count 64 KiB PortXmitWait ticks, set through the
+rules' own override rules). The series are `series/metrics.jsonl.gz`; the window is the run. The result
+goes to `alerts.json`: what was replayed with what, and every firing run with its severity, labels,
+start, end, duration and its rule's summary and expression (`postmortem.model.Alert`), or why nothing
+was replayed (`status`: "not replayed: vmalert not installed ..."). The demo never evaluates an alert
+condition itself.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
-from recommender.signals.model import Signals
+from postmortem.alerts import from_firings
+from postmortem.replay import ReplayError, RuleSet, replay_lines
 
-CONGESTED = 0.2
-OFFLINE = ("drained", "draining", "down")
+log = logging.getLogger(__name__)
 
-Alert = tuple[str, str, dict[str, Any]]  # kind (alert | resolved), summary, detail
+ALERTS_DIR = Path(__file__).resolve().parents[1] / "alerts"
+SERIES_FILE = Path("series") / "metrics.jsonl.gz"
+ALERTS_FILE = "alerts.json"
+REPLAYED = "replayed"
 
 
-class AlertTracker:
-    """Remembers what is firing; `update` returns what fired and what resolved."""
+@dataclass
+class AlertReplay:
+    """What `alerts.json` holds."""
 
-    def __init__(self, high_pool: str, gpus_per_node: int = 8) -> None:
-        self.high_pool = high_pool
-        self.gpus_per_node = gpus_per_node
-        self.firing: dict[str, str] = {}  # key -> its label for the `resolved` line
+    status: str
+    rules: list[str] = field(default_factory=list)
+    settings: dict[str, str] = field(default_factory=dict)
+    start: float = 0.0
+    end: float = 0.0
+    firings: list[dict[str, Any]] = field(default_factory=list)
+    engine: str = "vmalert -replay over VictoriaMetrics"
 
-    def _conditions(self, signals: Signals) -> dict[str, tuple[str, dict[str, Any]]]:
-        now: dict[str, tuple[str, dict[str, Any]]] = {}
-        for link in signals.links.values():
-            if link.kind != "fabric" or link.congestion is None or link.congestion < CONGESTED:
-                continue
-            port = link.key.split("/")[-1]
-            pools = ", ".join(link.pools) or "no pool"
-            now[f"IbPortCongested:{link.key}"] = (
-                f"IbPortCongested {link.desc}/{port}: waits {link.congestion:.0%} ({pools})",
-                {"link": link.key, "congestion": link.congestion, "pools": list(link.pools)},
-            )
-        idle = {p.name for p in signals.pools.values() if p.idle_nodes > 0}
-        for pool in signals.pools.values():
-            others = sorted(idle - {pool.name})
-            if pool.pending_gpus >= self.gpus_per_node and others:
-                now[f"GpuPoolImbalanced:{pool.name}"] = (
-                    f"GpuPoolImbalanced {pool.name}: {pool.pending_gpus} GPUs pending while "
-                    f"{', '.join(others)} has idle nodes",
-                    {"pool": pool.name, "pending_gpus": pool.pending_gpus},
-                )
-        for node in signals.nodes.values():
-            if node.state in OFFLINE:
-                now[f"NodeUnavailable:{node.name}"] = (
-                    f"NodeUnavailable {node.name}: {node.state}",
-                    {"node": node.name, "state": node.state},
-                )
-        return now
+    @property
+    def replayed(self) -> bool:
+        """True when the rule engine ran."""
+        return self.status == REPLAYED
 
-    def update(self, signals: Signals) -> list[tuple[str, str, dict[str, Any]]]:
-        """Fire new conditions and resolve gone ones (a missing signal group changes nothing)."""
-        if signals.missing:
-            return []
-        out: list[tuple[str, str, dict[str, Any]]] = []
-        now = self._conditions(signals)
-        for key, (summary, detail) in sorted(now.items()):
-            if key not in self.firing:
-                out.append(("alert", summary, {"alert": key.split(":")[0], **detail}))
-                self.firing[key] = summary.split(":")[0]  # the alert and what it is about
-        for key in sorted(set(self.firing) - set(now)):
-            out.append(("resolved", self.firing.pop(key), {"alert": key.split(":")[0], "key": key}))
-        return out
+
+def load_rules(rules: list[Path] | None, settings: dict[str, str]) -> tuple[RuleSet | None, str]:
+    """The rule set, or None and why not."""
+    paths = rules or [ALERTS_DIR]
+    try:
+        return RuleSet.load(paths, settings), ""
+    except ReplayError as exc:
+        return None, str(exc)
+
+
+def replay_run(out: Path, ruleset: RuleSet | None, why_not: str, start: float, end: float) -> AlertReplay:
+    """Replay the run's series with `ruleset` and write alerts.json; never raises for a missing engine."""
+    if ruleset is None:
+        result = AlertReplay(f"not replayed: {why_not}")
+    else:
+        result = AlertReplay("", [str(p) for p in ruleset.files], dict(ruleset.settings), start, end)
+        try:
+            replayed = replay_lines((out / SERIES_FILE).read_bytes(), ruleset, start, end)
+        except (ReplayError, OSError) as exc:
+            result.status = f"not replayed: {exc}"
+        else:
+            result.status = REPLAYED
+            result.start, result.end = replayed.start, replayed.end
+            result.firings = [
+                {**asdict(a), "labels": dict(a.labels)} for a in from_firings(replayed.firings, ruleset)
+            ]
+    if not result.replayed:
+        log.warning("alerts %s", result.status)
+    (out / ALERTS_FILE).write_text(
+        json.dumps(asdict(result), indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    return result

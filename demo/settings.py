@@ -1,8 +1,14 @@
-"""The demo's two timings (default and `--fast`): simulated durations, pacing and compressed policy windows.
+"""The demo's two timings (default and `--fast`): simulated durations, cycles and compressed policy windows.
+
+The default run is one simulated day from 06:00 (the day pool ramps up, peaks in the afternoon and calms
+down at night while the night pool takes over), with a recommender cycle, a scrape and one sample of the
+exporters' series every 10 simulated minutes; `--fast` is the first six hours of it. Both run unpaced.
+(A cycle costs about half a second of CPU, most of it the node exporters' GPU collectors over the NVML
+fake and parsing what they serve; 10 minutes keeps a day within a few minutes of wall time.)
 
 Demo timings are compressed. A production recommender waits 2 minutes (quota) and 30 minutes (rebalance)
-of persistent evidence, keeps 6 hours of history before lending and looks 2 days back for a donor's peak
-demand; the demo shortens those windows so that a few simulated hours show every step of the loop. The
+of persistent evidence, keeps 6 hours of history before lending and looks 8 hours back for a donor's peak
+demand; the demo shortens some of those windows so that one day shows every step of the loop. The
 approval bounds and blast-radius limits (demo/approval.yaml) are not compressed.
 """
 
@@ -24,11 +30,11 @@ class Timings:
 
     name: str
     duration_seconds: float
-    cycle_seconds: float  # simulated time between recommender cycles (one scrape each)
-    speed: float | None  # simulated seconds per wall second; None: as fast as the machine goes
+    cycle_seconds: float  # simulated time between recommender cycles (one scrape and one series sample)
+    sample_seconds: float  # ground-truth samples of both twins (loop and static), for the comparison
     status_every: int  # cycles between status lines
-    effect_window_seconds: float  # before/after window around each applied change
-    start_hour: float  # local hour of day at the start (the day pool's demand is ramping up)
+    effect_window_seconds: float  # how long each change's counterfactual is followed
+    start_hour: float  # UTC hour of day at the start (the day pool's demand is ramping up)
     episode_at: float  # the congestion episode: all-reduce heavy jobs in both pools
     episode_work_seconds: float
     fault_at: float  # a GPU falls off the bus on a node of the low-priority pool
@@ -42,44 +48,46 @@ def _quota(persistence: float, cooldown: float) -> QuotaParams:
 
 DEFAULT = Timings(
     name="default",
-    duration_seconds=3 * 3600.0,
-    cycle_seconds=60.0,
-    speed=75.0,
-    status_every=10,
-    effect_window_seconds=1200.0,
-    start_hour=8.0,
-    episode_at=300.0,
-    episode_work_seconds=1200.0,
-    fault_at=1800.0,
-    quota=_quota(persistence=120.0, cooldown=600.0),
+    duration_seconds=24 * 3600.0,
+    cycle_seconds=600.0,
+    sample_seconds=60.0,
+    status_every=6,
+    effect_window_seconds=3600.0,
+    start_hour=6.0,
+    episode_at=1800.0,
+    episode_work_seconds=3600.0,
+    fault_at=9 * 3600.0,
+    quota=_quota(persistence=600.0, cooldown=1200.0),
     rebalance=RebalanceParams(
-        persistence_min=10.0,
-        min_history_min=20.0,
-        reserve_window_min=20.0,
-        cooldown_min=20.0,
+        persistence_min=20.0,
+        min_history_min=30.0,
+        reserve_window_min=60.0,
+        cooldown_min=30.0,
         max_nodes_per_move=2,
-        lend_budget_per_pool_day=1.0,
+        lend_budget_per_pool_day=4.0,
+        plan_days=0,
     ),
 )
 
 FAST = Timings(
     name="fast",
-    duration_seconds=60 * 60.0,
-    cycle_seconds=120.0,
-    speed=None,
-    status_every=5,
-    effect_window_seconds=900.0,
-    start_hour=8.0,
-    episode_at=120.0,
-    episode_work_seconds=900.0,
-    fault_at=1200.0,
-    quota=_quota(persistence=90.0, cooldown=300.0),
+    duration_seconds=6 * 3600.0,
+    cycle_seconds=600.0,
+    sample_seconds=60.0,
+    status_every=6,
+    effect_window_seconds=3600.0,
+    start_hour=6.0,
+    episode_at=1800.0,
+    episode_work_seconds=3600.0,
+    fault_at=3 * 3600.0,
+    quota=_quota(persistence=600.0, cooldown=1200.0),
     rebalance=RebalanceParams(
-        persistence_min=6.0,
-        min_history_min=12.0,
-        reserve_window_min=12.0,
-        cooldown_min=10.0,
+        persistence_min=20.0,
+        min_history_min=30.0,
+        reserve_window_min=60.0,
+        cooldown_min=30.0,
         max_nodes_per_move=2,
-        lend_budget_per_pool_day=1.0,
+        lend_budget_per_pool_day=4.0,
+        plan_days=0,
     ),
 )
