@@ -16,7 +16,9 @@ view = ClusterNodeView(model, "node0001")  # a real SimulatedNode; view.sync() b
 
 Modules: `spec` (the frozen spec, from a dict or YAML), `topology` (ports, links, routes), `workload`
 (job requests, seeded day/night generator), `trace` (jobs derived from a per-pool minute trace), `jobs`,
-`scheduler` (FIFO + EASY backfill, node states, partitions), `sharing` (weighted max-min), `fabric`
+`scheduler` (FIFO + EASY backfill, node states, partitions), `sharing` (weighted max-min, the quota
+policy's own `foundation.maxmin`), `effects` (what max-min leaves out: packet-granular arbitration, credit
+stalls, head-of-line blocking; off unless the spec turns them on), `fabric`
 (link state, rates, port counters), `model` (time, controls, faults), `views` (read side),
 `materialize` (sync one `SimulatedNode` on demand), `hostlist` (Slurm and OpenSM argument formats),
 `scenarios` (small ready-made clusters, e.g. two pools sharing an oversubscribed uplink).
