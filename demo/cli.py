@@ -2,12 +2,13 @@
 
     ibpool demo [--fast] [--out DIR] [--seed N] [--quiet] [--real]
 
-Default: three simulated hours at 75 simulated seconds per wall second (a few minutes). `--fast`: 75
-simulated minutes as fast as the machine goes (well under a minute). Demo timings are compressed: see
-demo.settings. The run directory (`--out`, default a new temporary directory) keeps the timeline, the
-series and the proposal store for a post-mortem (see demo.record). `--real` (root; ibsim, OpenSM, the
-infiniband diagnostics, Slurm and munge installed) applies the changes to a real OpenSM on ibsim and a real
-Slurm on localhost, on a smaller cluster (see demo.real); without them it says what is missing, exit 2.
+Default: one simulated day (a few minutes of wall time); `--fast`: its first six hours (under a minute or
+so). The run, then its static twin and each change's counterfactual (model-only replays), then the alert
+replay (the shipped rules, vmalert over the run's series; without vmalert the summary says so), then the
+summary and the post-mortem report. The run directory (`--out`, default a new temporary directory) keeps
+everything (see demo.record). `--real` (root; ibsim, OpenSM, the infiniband diagnostics, Slurm and munge
+installed) applies the changes to a real OpenSM on ibsim and a real Slurm on localhost, on a smaller
+cluster (see demo.real); without them it says what is missing, exit 2.
 """
 
 from __future__ import annotations
@@ -16,24 +17,32 @@ import argparse
 import logging
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from demo.alert_replay import SERIES_FILE, load_rules, replay_run
+from demo.loop import Loop, LoopReport
 from demo.real import missing
 from demo.real.fabric import RealError
-from demo.run import Demo
-from demo.settings import DEFAULT, FAST
-from demo.summary import build
+from demo.report import build, comparison_rows
+from demo.scenario import PRIORITY_JOB, RULE_SETTINGS
+from demo.series import SeriesRecorder
+from demo.settings import DEFAULT, FAST, HIGH_POOL, Timings
+from demo.twin import TwinResult, run_twins
 from postmortem.cli import main as postmortem
 from proposals.errors import ApprovalConfigError, StoreError
 from scheduler_hooks.errors import HookError
 from simulator.backends import BackendError
 from simulator.cluster.errors import ClusterError
 
+FAILURES = (ApprovalConfigError, StoreError, HookError, ClusterError, BackendError, RealError, OSError)
+
 
 def parser() -> argparse.ArgumentParser:
     """The flags."""
     p = argparse.ArgumentParser(prog="ibpool demo", description=__doc__.splitlines()[0])
-    p.add_argument("--fast", action="store_true", help="a shorter, unpaced run (well under a minute)")
+    p.add_argument("--fast", action="store_true", help="six simulated hours instead of a day")
     p.add_argument("--out", type=Path, default=None, help="run directory (default: a new temporary one)")
     p.add_argument("--seed", type=int, default=1, help="workload seed (1)")
     p.add_argument("--quiet", action="store_true", help="no progress lines; the summary only")
@@ -69,22 +78,9 @@ def main(argv: list[str]) -> int:
     root.addHandler(handler)
     root.setLevel(logging.INFO)
     say = (lambda _: None) if args.quiet else (lambda line: print(line, flush=True))
+    timings = FAST if args.fast else DEFAULT
     try:
-        demo = Demo(FAST if args.fast else DEFAULT, out, say=say, seed=args.seed, real=args.real)
-        try:
-            report = demo.run()
-        finally:
-            demo.run_dir.close()
-        text, data = build(report, demo.run_dir.events)
-        demo.run_dir.write_json("summary.json", data)
-        demo.run_dir.write_json("proposals.json", report.proposals)
-        demo.run_dir.write_json("effects.json", data["effects"])
-        if args.real:
-            text += (
-                f"\n--real: a smaller cluster ({len(demo.model.spec.nodes)} nodes) than the default demo; "
-                "changes applied to real OpenSM (on ibsim) and Slurm, the model fed back from them"
-            )
-        (out / "summary.txt").write_text(text + "\n", encoding="utf-8")
+        text = _run(timings, out, say, args.seed, args.real)
     except (
         ApprovalConfigError,
         StoreError,
@@ -103,6 +99,83 @@ def main(argv: list[str]) -> int:
     print()
     print(text)
     return _write_report(out)
+
+
+def _run(t: Timings, out: Path, say: Callable[[str], None], seed: int, real: bool) -> str:
+    """The loop run, its twins, the alert replay and the summary files; the summary text."""
+    ruleset, why_not = load_rules(None, dict(RULE_SETTINGS))
+    recorder = SeriesRecorder(ruleset.metric_names() if ruleset is not None else ())
+    loop = Loop(t, out, recorder, say=say, seed=seed, real=real)
+    try:
+        report = loop.run()
+    finally:
+        loop.run_dir.close()
+        recorder.write(out / SERIES_FILE)
+    say("the static twin and each change's counterfactual (model-only replays) ...")
+    twins = run_twins(
+        loop.model.fresh,
+        loop.model.log,
+        loop.model,
+        duration=t.duration_seconds,
+        every=t.sample_seconds,
+        window=t.effect_window_seconds,
+        priority_pool=HIGH_POOL,
+        priority_job=PRIORITY_JOB,
+    )
+    say("replaying the shipped alert rules over the run's series (vmalert) ...")
+    alerts = replay_run(out, ruleset, why_not, loop.start_unix, loop.start_unix + t.duration_seconds)
+    text, data = build(report, loop.run_dir.events, twins, alerts)
+    if real:
+        text += (
+            f"\n--real: a smaller cluster ({len(loop.model.spec.nodes)} nodes) than the default demo; "
+            "changes applied to real OpenSM (on ibsim) and Slurm, the model fed back from them"
+        )
+    run_dir = loop.run_dir
+    run_dir.write_json("summary.json", data)
+    run_dir.write_json("proposals.json", report.proposals)
+    run_dir.write_json("twin.json", {**twins.to_dict(), "rows": comparison_rows(twins.static, twins.loop)})
+    run_dir.write_json("effects.json", _effects(report, twins))
+    run_dir.write_json(
+        "run.json",
+        {
+            "timings": t.name,
+            "seed": seed,
+            "real": real,
+            "start": loop.start_unix,
+            "duration_seconds": t.duration_seconds,
+            "nodes": list(loop.model.spec.nodes),
+            "pools": {p.name: list(p.nodes) for p in loop.model.spec.pools},
+            "high_pool": HIGH_POOL,
+            "priority_job": PRIORITY_JOB,
+            "rule_settings": dict(RULE_SETTINGS),
+            "series": str(SERIES_FILE),
+        },
+    )
+    (out / "summary.txt").write_text(text + "\n", encoding="utf-8")
+    return text
+
+
+def _effects(report: LoopReport, twins: TwinResult) -> list[dict[str, Any]]:
+    """Per applied change: what it was and its counterfactual (effects.json)."""
+    by_tag = {e.tag: e for e in twins.effects}
+    out: list[dict[str, Any]] = []
+    for change in report.applied:
+        effect = by_tag.get(change.proposal_id)
+        out.append(
+            {
+                "change": {
+                    "t": change.t,
+                    "started": change.started,
+                    "proposal_id": change.proposal_id,
+                    "kind": change.kind,
+                    "policy": change.policy,
+                    "changes": [list(c) for c in change.changes],
+                    "expected_effect": change.expected_effect,
+                },
+                "counterfactual": None if effect is None else effect.to_dict(),
+            }
+        )
+    return out
 
 
 def _write_report(out: Path) -> int:

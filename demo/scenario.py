@@ -1,29 +1,68 @@
-"""The demo cluster: 32 nodes on a 2:1 fat tree, two interleaved pools, day/night demand, scripted events.
+"""The demo cluster: 16 nodes on a 4:1 fat tree, two interleaved pools, day/night demand, scripted events.
 
-`recsys` (high priority, SL 1) and `llm` (normal, SL 0) each hold four hosts of every leaf, so their
-multi-node jobs share the leaf uplinks and the VL arbitration weights decide who gets what. Demand: the
-recommender-training pool peaks by day (offered about 1.6 times its capacity) while the LLM pool
-peaks at night (about half its capacity), so by mid-morning `recsys` queues while `llm` has idle nodes.
+`recsys` (high priority, SL 1) and `llm` (normal, SL 0) each hold half of every leaf, so their multi-node
+jobs share the leaf uplinks and the VL arbitration weights decide who gets what. Demand over a day from
+06:00: each pool is offered on average 0.65 of its capacity, the recommender-training pool peaking in
+the afternoon and the LLM pool at night (each about 1.2 times its capacity at its peak), so from
+mid-morning to late evening `recsys` queues while `llm` has idle nodes, and at night the roles turn.
 Scripted: an all-reduce heavy job in each pool at `episode_at` (the congestion episode on the shared
-uplinks), and a GPU that falls off the bus on an `llm` node at `fault_at` (its job fails, the node drains).
+uplinks; the `recsys` one is the priority job the comparison follows), and a GPU that reports XID 79 and
+falls off the bus on an `llm` node at `fault_at` (its job fails, the node drains).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
+from demo.controls import ControlLog, LoggedModel
 from demo.settings import HIGH_POOL, LOW_POOL, Timings
-from simulator.cluster import ClusterModel, ClusterSpec, FabricSpec, PoolSpec, day_night_workload
+from simulator.cluster import ClusterSpec, FabricSpec, PoolSpec
 from simulator.cluster.spec import node_names
-from simulator.cluster.workload import JobRequest
+from simulator.cluster.workload import GeneratedWorkload, JobRequest, PoolWorkload
 
-NODES = 32
+NODES = 16
 HOSTS_PER_LEAF = 8
 GPUS_PER_NODE = 8
+BURST_GPUS = 48  # six nodes: more than a pool has on one leaf, so the job crosses the uplinks
+FAULT_NODE = "node0016"
+PRIORITY_JOB = f"{HIGH_POOL}-allreduce-burst"
 # PortXmitWait ticks of 64 KiB instead of 256 B: the 32-bit wait counters of a congested NDR port would
 # saturate within a minute of simulated time and stay there for the whole run; with coarser ticks they
-# count for hours. The embedded source is told the same tick size (EmbeddedSettings.wait_tick_bytes).
+# count for hours. The embedded source is told the same tick size (EmbeddedSettings.wait_tick_bytes), and
+# the alert replay the same setting through the rules' own override (`RULE_SETTINGS`).
 WAIT_TICK_BYTES = 65536
+LOAD = 0.65  # each pool's mean offered GPU demand over a day, as a share of its capacity
+# Recommender training by day (small, short, chatty jobs), LLM training by night (larger, longer); sizes
+# fit pools of eight nodes (the preset `day_night_workload` has 64-GPU jobs, a whole pool here).
+DAY = PoolWorkload(
+    pool=HIGH_POOL,
+    jobs_per_hour=0.0,
+    sizes=((1, 0.2), (4, 0.2), (8, 0.3), (16, 0.2), (32, 0.1)),
+    median_minutes=40.0,
+    peak_hour=14.0,
+    amplitude=0.8,
+    compute_seconds=0.15,
+    allreduce_bytes=1.5e9,
+    memory_fraction=0.6,
+)
+NIGHT = PoolWorkload(
+    pool=LOW_POOL,
+    jobs_per_hour=0.0,
+    sizes=((8, 0.3), (16, 0.4), (32, 0.3)),
+    median_minutes=120.0,
+    peak_hour=2.0,
+    amplitude=0.8,
+    compute_seconds=0.8,
+    allreduce_bytes=8e9,
+    memory_fraction=0.85,
+)
+RULE_SETTINGS = {
+    "fleet:ibpool_fabric_port_wait_tick_bytes:default": f"vector({WAIT_TICK_BYTES})",
+    "hca_type:ibpool_infiniband_wait_tick_bytes:override": (
+        f'label_replace(vector({WAIT_TICK_BYTES}), "hca_type", "MT4129", "", "") or vector(0) < 0'
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -34,11 +73,11 @@ class ScriptedEvent:
     kind: str
     summary: str
     job: JobRequest | None = None
-    fault: str = ""  # the /-/fault query string
+    faults: tuple[str, ...] = ()  # /-/fault query strings, posted in order
 
 
 def demo_spec(
-    seed: int = 1, start_hour: float = 8.0, nodes: int = NODES, hosts_per_leaf: int = HOSTS_PER_LEAF
+    seed: int = 1, start_hour: float = 6.0, nodes: int = NODES, hosts_per_leaf: int = HOSTS_PER_LEAF
 ) -> ClusterSpec:
     """The demo cluster's spec (`nodes` hosts, `hosts_per_leaf` per leaf, pools interleaved on each leaf)."""
     names = node_names(nodes)
@@ -56,20 +95,38 @@ def demo_spec(
     )
 
 
-def demo_model(
+def demo_workload(
     timings: Timings, seed: int = 1, nodes: int = NODES, hosts_per_leaf: int = HOSTS_PER_LEAF
-) -> ClusterModel:
-    """The model with its day/night workload (the scripted events are applied by the demo loop)."""
+) -> tuple[ClusterSpec, list[JobRequest]]:
+    """The spec and the day/night jobs of the whole run, as a list (so a replayed model can be copied)."""
     spec = demo_spec(seed, timings.start_hour, nodes, hosts_per_leaf)
     half = nodes // 2 * GPUS_PER_NODE
-    workload = day_night_workload(
-        HIGH_POOL, LOW_POOL, half * 8 // 5, half // 2, seed=seed, start_hour=timings.start_hour
+    pools = []
+    for shape in (DAY, NIGHT):
+        mean_gpus = sum(size * w for size, w in shape.sizes) / sum(w for _, w in shape.sizes)
+        mean_minutes = shape.median_minutes * math.exp(shape.sigma**2 / 2)
+        rate = LOAD * half / (mean_gpus * mean_minutes / 60.0)
+        pools.append(replace(shape, jobs_per_hour=rate))
+    workload = GeneratedWorkload(
+        pools, seed=seed, start_hour=timings.start_hour, horizon=timings.duration_seconds
     )
-    return ClusterModel(spec, workload)
+    return spec, list(workload)
 
 
-def burst(pool: str, at: float, work_seconds: float, gpus: int = 64) -> JobRequest:
-    """An all-reduce heavy job spanning leaves (64 GPUs = 8 nodes): 4 GB per iteration, 20 ms compute."""
+def demo_model(
+    timings: Timings,
+    seed: int = 1,
+    nodes: int = NODES,
+    hosts_per_leaf: int = HOSTS_PER_LEAF,
+    log: ControlLog | None = None,
+) -> LoggedModel:
+    """The model with its day/night workload, logging every change (the scripted events are the loop's)."""
+    spec, jobs = demo_workload(timings, seed, nodes, hosts_per_leaf)
+    return LoggedModel(spec, jobs, log)
+
+
+def burst(pool: str, at: float, work_seconds: float, gpus: int = BURST_GPUS) -> JobRequest:
+    """An all-reduce heavy job spanning leaves: 4 GB per iteration, 20 ms compute."""
     return JobRequest(
         pool,
         at,
@@ -81,7 +138,9 @@ def burst(pool: str, at: float, work_seconds: float, gpus: int = 64) -> JobReque
     )
 
 
-def scripted(timings: Timings, fault_node: str = "node0024", burst_gpus: int = 64) -> list[ScriptedEvent]:
+def scripted(
+    timings: Timings, fault_node: str = FAULT_NODE, burst_gpus: int = BURST_GPUS
+) -> list[ScriptedEvent]:
     """The congestion episode (one burst per pool) and the GPU fault, in time order."""
     at, work = timings.episode_at, timings.episode_work_seconds
     return [
@@ -97,7 +156,7 @@ def scripted(timings: Timings, fault_node: str = "node0024", burst_gpus: int = 6
         ScriptedEvent(
             timings.fault_at,
             "fault",
-            f"GPU 3 of {fault_node} falls off the bus (XID 79)",
-            fault=f"kind=lose_gpu&node={fault_node}&gpu=3",
+            f"GPU 3 of {fault_node} reports XID 79 and falls off the bus",
+            faults=(f"kind=xid&node={fault_node}&gpu=3&xid=79", f"kind=lose_gpu&node={fault_node}&gpu=3"),
         ),
     ]

@@ -1,9 +1,15 @@
-"""The demo's two timings (default and `--fast`): simulated durations, pacing and compressed policy windows.
+"""The demo's two timings (default and `--fast`): simulated durations, cycles and compressed policy windows.
+
+The default run is one simulated day from 06:00 (the day pool ramps up, peaks in the afternoon and calms
+down at night while the night pool takes over), with a recommender cycle, a scrape and one sample of the
+exporters' series every 10 simulated minutes; `--fast` is the first six hours of it. Both run unpaced.
+(A cycle costs about half a second of CPU, most of it the node exporters' GPU collectors over the NVML
+fake and parsing what they serve; 10 minutes keeps a day within a few minutes of wall time.)
 
 Demo timings are compressed. A production recommender waits 2 minutes (quota) of persistent evidence, and
 its rebalance planner plans every 10 minutes, never moves a node back within an hour, paces 0.5 moves per
-pool-day and forecasts from a week of history; the demo shortens those so that a few simulated hours show
-every step of the loop (its move budget is scaled up by the same compression). The
+pool-day and forecasts from a week of history; the demo keeps the 10-minute cycle and the hour, shortens
+the history to a few hours and scales the move budget up so that one day shows every step of the loop. The
 approval bounds and blast-radius limits (demo/approval.yaml) are not compressed.
 """
 
@@ -25,11 +31,11 @@ class Timings:
 
     name: str
     duration_seconds: float
-    cycle_seconds: float  # simulated time between recommender cycles (one scrape each)
-    speed: float | None  # simulated seconds per wall second; None: as fast as the machine goes
+    cycle_seconds: float  # simulated time between recommender cycles (one scrape and one series sample)
+    sample_seconds: float  # ground-truth samples of both twins (loop and static), for the comparison
     status_every: int  # cycles between status lines
-    effect_window_seconds: float  # before/after window around each applied change
-    start_hour: float  # local hour of day at the start (the day pool's demand is ramping up)
+    effect_window_seconds: float  # how long each change's counterfactual is followed
+    start_hour: float  # UTC hour of day at the start (the day pool's demand is ramping up)
     episode_at: float  # the congestion episode: all-reduce heavy jobs in both pools
     episode_work_seconds: float
     fault_at: float  # a GPU falls off the bus on a node of the low-priority pool
@@ -43,34 +49,34 @@ def _quota(persistence: float, cooldown: float) -> QuotaParams:
 
 DEFAULT = Timings(
     name="default",
-    duration_seconds=3 * 3600.0,
-    cycle_seconds=60.0,
-    speed=75.0,
-    status_every=10,
-    effect_window_seconds=1200.0,
-    start_hour=8.0,
-    episode_at=300.0,
-    episode_work_seconds=1200.0,
-    fault_at=1800.0,
-    quota=_quota(persistence=120.0, cooldown=600.0),
+    duration_seconds=24 * 3600.0,
+    cycle_seconds=600.0,
+    sample_seconds=60.0,
+    status_every=6,
+    effect_window_seconds=3600.0,
+    start_hour=6.0,
+    episode_at=1800.0,
+    episode_work_seconds=3600.0,
+    fault_at=9 * 3600.0,
+    quota=_quota(persistence=600.0, cooldown=1200.0),
     rebalance=RebalanceParams(
-        cycle_min=1.0, drain_min=3.0, reversal_min=10.0, moves_per_pool_day=24.0, history_min=60.0
+        cycle_min=10.0, drain_min=10.0, reversal_min=60.0, moves_per_pool_day=8.0, history_min=120.0
     ),
 )
 
 FAST = Timings(
     name="fast",
-    duration_seconds=60 * 60.0,
-    cycle_seconds=120.0,
-    speed=None,
-    status_every=5,
-    effect_window_seconds=900.0,
-    start_hour=8.0,
-    episode_at=120.0,
-    episode_work_seconds=900.0,
-    fault_at=1200.0,
-    quota=_quota(persistence=90.0, cooldown=300.0),
+    duration_seconds=6 * 3600.0,
+    cycle_seconds=600.0,
+    sample_seconds=60.0,
+    status_every=6,
+    effect_window_seconds=3600.0,
+    start_hour=6.0,
+    episode_at=1800.0,
+    episode_work_seconds=3600.0,
+    fault_at=3 * 3600.0,
+    quota=_quota(persistence=600.0, cooldown=1200.0),
     rebalance=RebalanceParams(
-        cycle_min=2.0, drain_min=4.0, reversal_min=6.0, moves_per_pool_day=48.0, history_min=30.0
+        cycle_min=10.0, drain_min=10.0, reversal_min=60.0, moves_per_pool_day=8.0, history_min=120.0
     ),
 )

@@ -1,23 +1,30 @@
 """`ibpool postmortem`: given a window (or an alert and a margin), a self-contained HTML report.
 
-    ibpool postmortem --run DIR [--from T --to T | --alert NAME [--margin 30m]] --out report.html
-    ibpool postmortem --prometheus.url URL --db ibpool.db [--from T --to T] [--alert NAME] --out report.html
-    (python -m postmortem.cli ... works too)
+    ibpool postmortem --run DIR [--from T --to T | --alert NAME [--margin 30m]] [--rules PATH] --out FILE
+    ibpool postmortem --prometheus.url URL --db ibpool.db [--from T --to T] [--alert NAME] [--rules PATH]
+                      --out FILE
+    links: [--runbook.url URL] [--grafana.url URL] [--prometheus.link-url URL]   (python -m postmortem.cli)
 
 Sources (`RunData` in `postmortem.model`):
-- a demo run directory (`postmortem.rundir`): series/pools.csv, series/links.csv, timeline.json (alerts,
-  proposals, approvals, refusals, applies, faults, scripted jobs) and effects.json (measured before/after);
+- a demo run directory (`postmortem.rundir`): its series, timeline, the alerts the shipped rules fired in
+  the rule replay (alerts.json), each change's counterfactual (effects.json) and the loop against its
+  static twin (twin.json);
 - a Prometheus HTTP API (`postmortem.prometheus`): query_range over the recording rules and ALERTS, plus the
-  proposal store's audit log; the effect of each applied change is then the mean of the series in a window
-  before and after it (`postmortem.effects`).
+  proposal store's audit log; the effect of each applied change is then the series before against after
+  it (`postmortem.effects`), labelled so: a live system has no twin.
+`--rules` replays rule files with vmalert over the source's series (`postmortem.replay`, `postmortem.alerts`):
+what they would have fired, for an operator's own rule changes or the shipped rules over a live window.
 
-The report (`postmortem.report`): header with the window; pool utilization and pending GPUs over time; the
-most congested links (top N by peak) with a small chart each; error bursts and GPU faults (fault events and
-fault-like alerts, grouped when less than five minutes apart); one timeline with every alert, proposal,
-approval, refusal, applied change and fault; and per applied change a before/after table. Charts are inline
-SVG drawn here (`postmortem.svg`), with dashed markers at applies, faults and proposals; there is no script
-and no external asset, every text is escaped, and the same input gives the same bytes.
+The report (`postmortem.report` and its `report_*` sections): the window; for a demo run, the loop against
+the static run (table and both on one chart); the alerts with severity, how long they fired, and links to
+the runbook, the Grafana panel and the Prometheus query (`postmortem.links`); pool utilization and queue;
+the most congested links; error bursts and GPU faults; one timeline; each applied change with node lists
+as Slurm hostlists (moved nodes marked, `postmortem.changes`) and its effect, regressions flagged in red
+(`postmortem.regressions`). Every time is on the run's own clock in one format. Charts are inline SVG
+(`postmortem.svg`); no script and no external asset, every text is escaped, the same input gives the same
+bytes.
 
-Exit status 2 for usage errors and missing or unreadable inputs, with the reason on stderr.
-Not covered: link error counters (the run directory has none; error bursts come from faults and alerts).
+Exit status 2 for usage errors and missing or unreadable inputs (rule files included), with the reason on
+stderr. Not covered: link error counters (the run directory has none; error bursts come from faults and
+alerts).
 """

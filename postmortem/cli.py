@@ -1,4 +1,10 @@
-"""`ibpool postmortem`: a self-contained HTML report of a window, from a demo run directory or Prometheus."""
+"""`ibpool postmortem`: a self-contained HTML report of a window, from a demo run directory or Prometheus.
+
+`--rules FILE|DIR` (repeatable) replays those rule files with vmalert over the source's series in the
+window and shows what they fire ("would this rule have fired"): an operator's own rule changes, or the
+shipped rules over a window of a live system. Links: `--runbook.url` (default: relative links to this
+repository's alerts/runbooks), `--grafana.url`, `--prometheus.link-url` (default: `--prometheus.url`).
+"""
 
 from __future__ import annotations
 
@@ -7,13 +13,17 @@ import sys
 import time
 from pathlib import Path
 
+from postmortem import alerts as alert_views
 from postmortem import prometheus, rundir
-from postmortem.model import InputError, RunData, parse_duration, parse_time, rfc3339
+from postmortem.links import LinkSettings
+from postmortem.model import InputError, RunData, clock, parse_duration, parse_time
 from postmortem.report import render
 
 USAGE = """\
-ibpool postmortem --run DIR [--from T --to T | --alert NAME [--margin 30m]] --out report.html
-ibpool postmortem --prometheus.url URL --db ibpool.db [--from T --to T] [--alert NAME] --out FILE
+ibpool postmortem --run DIR [--from T --to T | --alert NAME [--margin 30m]] [--rules PATH] --out report.html
+ibpool postmortem --prometheus.url URL --db ibpool.db [--from T --to T] [--alert NAME] [--rules PATH]
+                  --out FILE
+links: [--runbook.url URL] [--grafana.url URL] [--prometheus.link-url URL]
 """
 
 
@@ -37,6 +47,24 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--step", default="60s", help="with --prometheus.url: query_range step (default 60s)")
     parser.add_argument("--effect-window", default="10m", help="with --prometheus.url: before/after window")
     parser.add_argument("--title", default="ibpool post-mortem")
+    parser.add_argument(
+        "--rules",
+        type=Path,
+        action="append",
+        default=[],
+        help="rule files or directories to replay over the window (vmalert): what they would have fired",
+    )
+    parser.add_argument(
+        "--runbook.url",
+        dest="runbook_url",
+        help="base URL of the runbooks (<URL>/<Alert>.md); default: relative links to alerts/runbooks",
+    )
+    parser.add_argument("--grafana.url", dest="grafana_url", help="Grafana base URL for panel links")
+    parser.add_argument(
+        "--prometheus.link-url",
+        dest="prometheus_link_url",
+        help="Prometheus base URL for query links (default: --prometheus.url when given)",
+    )
     return parser
 
 
@@ -62,7 +90,10 @@ def _load(args: argparse.Namespace) -> tuple[RunData, tuple[float, float] | None
     if args.run is not None:
         if args.prometheus_url or args.db:
             raise InputError("--run reads its own store; --prometheus.url and --db are for the other source")
-        return rundir.load(args.run), bounds
+        loaded = rundir.load(args.run)
+        if args.rules:
+            rundir.replay_with(args.run, loaded, list(args.rules))
+        return loaded, bounds
     if not args.prometheus_url:
         raise InputError("give --run DIR or --prometheus.url URL with --db FILE")
     if args.db is None:
@@ -80,6 +111,14 @@ def _load(args: argparse.Namespace) -> tuple[RunData, tuple[float, float] | None
     events, effects = prometheus.audit_events(args.db, data, parse_duration(args.effect_window))
     data.events += events
     data.effects = effects
+    if args.rules:
+        ruleset = alert_views.load_rules(list(args.rules))
+        replayed = alert_views.replay_promql(source.fetch, ruleset, *bounds)
+        data.events = [e for e in data.events if e.kind not in ("alert", "resolved")]
+        data.events += alert_views.events(replayed)
+        data.alerts = replayed
+        names = ", ".join(str(p) for p in args.rules)
+        data.alert_source = f"would have fired: replayed by vmalert from {names} over {args.prometheus_url}"
     return data, bounds
 
 
@@ -101,7 +140,13 @@ def main(argv: list[str]) -> int:
             if span is None:
                 raise InputError("no series and no events to report on")
             window = span
-        html = render(data, window, top=max(args.top, 1), title=args.title)
+        links = LinkSettings(
+            report_dir=args.out.parent,
+            runbook_url=args.runbook_url,
+            grafana_url=args.grafana_url,
+            prometheus_url=args.prometheus_link_url or args.prometheus_url,
+        )
+        html = render(data, window, top=max(args.top, 1), title=args.title, links=links)
         try:
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(html, encoding="utf-8")
@@ -110,7 +155,7 @@ def main(argv: list[str]) -> int:
     except InputError as exc:
         print(f"ibpool postmortem: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {args.out} ({rfc3339(window[0])} to {rfc3339(window[1])})")
+    print(f"wrote {args.out} ({clock(window[0])} to {clock(window[1])} UTC)")
     return 0
 
 

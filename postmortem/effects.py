@@ -1,8 +1,14 @@
-"""The effect of a change computed from the series around it (when the source has no measured effects)."""
+"""The effect of a change computed from the series around it (when the source has no counterfactual).
+
+A live system has no twin: the baseline is the window before the change, so demand that moved in the
+meantime shows as effect. Regressions are flagged with the same tolerances as counterfactuals
+(`postmortem.regressions`), and the report says which basis a table has.
+"""
 
 from __future__ import annotations
 
-from postmortem.model import Effect, Point, RunData
+from postmortem.model import BEFORE_AFTER, Effect, Point, RunData
+from postmortem.regressions import find
 
 
 def _mean(points: list[Point], start: float, end: float, *, include_start: bool) -> float | None:
@@ -35,4 +41,7 @@ def measure(
                 _mean(points, at, after[1], include_start=False),
             )
         metrics[pool] = row
-    return Effect(at, proposal_id, kind, policy, changes, expected_effect, before, after, metrics)
+    found = tuple(r.describe() for r in find(metrics))
+    return Effect(
+        at, proposal_id, kind, policy, changes, expected_effect, before, after, metrics, BEFORE_AFTER, found
+    )

@@ -21,8 +21,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from postmortem import alerts as alert_views
 from postmortem.effects import measure
-from postmortem.model import Effect, Event, InputError, Point, RunData
+from postmortem.model import FAULT_WORDS, Alert, Effect, Event, InputError, Point, RunData
 from proposals.errors import StoreError
 from proposals.store import Store
 
@@ -33,7 +34,6 @@ PENDING = "pool:ibpool_pool_pending_gpus:sum"
 FABRIC_CONGESTION = "fabric_port:ibpool_fabric_port_congestion:ratio_rate5m"
 HCA_CONGESTION = "port:ibpool_infiniband_congestion:ratio_rate5m"
 ALERTS = 'ALERTS{alertstate="firing"}'
-FAULT_ALERT_WORDS = ("error", "fault", "unavailable", "lost", "xid", "down")
 
 
 def http_fetch(base_url: str, timeout_s: float = 30.0) -> Fetch:
@@ -85,27 +85,30 @@ class PrometheusSource:
             series.setdefault(label(labels), []).extend(points)
         return {k: sorted(v) for k, v in series.items()}
 
-    def alert_events(self, start: float, end: float) -> list[Event]:
-        """Firing / resolved events from ALERTS samples."""
-        events = []
+    def alerts(self, start: float, end: float) -> list[Alert]:
+        """Firing runs from ALERTS samples (a gap over 1.5 steps ends a run), with their severity."""
+        out = []
         for labels, points in self.query_range(ALERTS, start, end):
             name = labels.get("alertname", "?")
-            rest = ",".join(
-                f"{k}={v}"
-                for k, v in sorted(labels.items())
-                if k not in ("__name__", "alertname", "alertstate")
-            )
-            summary = f"{name} {rest}".strip()
-            previous: float | None = None
+            rest = {
+                k: v
+                for k, v in labels.items()
+                if k not in ("__name__", "alertname", "alertstate", "severity")
+            }
+            runs: list[list[float]] = []
             for at, _ in sorted(points):
-                if previous is None or at - previous > self.step_s * 1.5:
-                    if previous is not None:
-                        events.append(Event(previous + self.step_s, "resolved", summary, name))
-                    events.append(Event(at, "alert", summary, name))
-                previous = at
-            if previous is not None and previous + self.step_s * 1.5 < end:
-                events.append(Event(previous + self.step_s, "resolved", summary, name))
-        return events
+                if not runs or at - runs[-1][-1] > self.step_s * 1.5:
+                    runs.append([])
+                runs[-1].append(at)
+            for run in runs:
+                ended = run[-1] + self.step_s if run[-1] + self.step_s * 1.5 < end else None
+                duration = (ended if ended is not None else run[-1] + self.step_s) - run[0]
+                out.append(Alert(name, labels.get("severity", ""), rest, run[0], ended, duration))
+        return out
+
+    def alert_events(self, start: float, end: float) -> list[Event]:
+        """Firing / resolved events from ALERTS samples."""
+        return alert_views.events(self.alerts(start, end))
 
     def load(self, start: float, end: float) -> RunData:
         """The series and alerts for [start, end]."""
@@ -125,11 +128,13 @@ class PrometheusSource:
             lambda m: f"{m.get('node', '?')}/{m.get('device', '?')}/{m.get('port', '?')}",
         )
         data.congestion = {**fabric, **hca}
-        alerts = self.alert_events(start, end)
+        data.alerts = self.alerts(start, end)
+        data.alert_source = "Prometheus ALERTS (the rules as that Prometheus evaluated them)"
+        alerts = alert_views.events(data.alerts)
         faults = [
             Event(e.at, "fault", f"alert {e.summary}", e.name)
             for e in alerts
-            if e.kind == "alert" and any(w in e.name.lower() for w in FAULT_ALERT_WORDS)
+            if e.kind == "alert" and any(w in e.name.lower() for w in FAULT_WORDS)
         ]
         data.events = alerts + faults
         return data

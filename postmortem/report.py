@@ -1,25 +1,26 @@
-"""The self-contained HTML report: inline CSS and SVG, no script, no external URL; the same input gives the
-same bytes (nothing depends on the clock or on dictionary order)."""
+"""The self-contained HTML report: inline CSS and SVG, no script and no external asset; the only links are
+those an operator follows next (runbooks, Grafana, Prometheus: `postmortem.links`). The same input gives
+the same bytes (nothing depends on the clock or on dictionary order). Every time is shown one way, on the
+run's own clock (`postmortem.model.clock`: a demo's simulated UTC, a live system's UTC).
+
+Sections: the loop against its static twin (demo runs), alerts, pools, congested links, faults, the
+timeline, and each applied change with its effect.
+"""
 
 from __future__ import annotations
 
 from html import escape
+from pathlib import Path
 
+from postmortem import report_alerts, report_changes, report_twin
 from postmortem.effects import measure
-from postmortem.model import Effect, Event, Point, RunData, rfc3339
+from postmortem.links import LinkSettings
+from postmortem.model import FAULT_WORDS, Effect, Event, Point, RunData, clock
+from postmortem.report_changes import fmt
 from postmortem.svg import MARKER_COLORS, line_chart
 
 TIMELINE_KINDS = ("scenario", "fault", "alert", "resolved", "proposal", "approval", "refusal", "apply")
-FAULT_WORDS = ("error", "fault", "unavailable", "lost", "xid", "down")
 BURST_GAP_S = 300.0
-METRIC_LABELS = {
-    "utilization": "GPU utilization",
-    "allocated_gpus": "allocated GPUs",
-    "pending_gpus": "pending GPUs",
-    "pending_gpu_minutes_per_hour": "pending GPU-minutes per hour",
-    "iteration_seconds": "multi-node iteration time (s)",
-    "slowdown": "multi-node slowdown",
-}
 CSS = """
 body { font-family: sans-serif; margin: 24px; color: #222; max-width: 1100px; }
 h1 { font-size: 22px; }
@@ -32,31 +33,22 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.time { white-space: nowrap; }
 .muted { color: #777; } code { font-size: 12px; word-break: break-all; }
 .charts { display: flex; flex-wrap: wrap; gap: 8px; }
+tr.regression td { color: #b00; font-weight: bold; background: #fde8e8; }
+.regression-flag { color: #fff; background: #c00; font-weight: bold; padding: 4px 8px;
+  display: inline-block; }
+.badge { color: #fff; background: #c00; border-radius: 3px; padding: 0 4px; font-size: 11px; }
+.effect.has-regression { border-left: 6px solid #c00; padding-left: 10px; }
+tr.better td:last-child { color: #070; font-weight: bold; }
+tr.worse td:last-child { color: #b00; font-weight: bold; }
+.severity.sev-critical { color: #fff; background: #c00; }
+.severity.sev-warning { color: #000; background: #fc6; }
+.severity.sev-info { background: #def; }
+.moved { font-weight: bold; } .moved-in { color: #070; } .moved-out { color: #b00; }
 """
 
 
 def _clip(points: list[Point], window: tuple[float, float]) -> list[Point]:
     return [p for p in points if window[0] <= p[0] <= window[1]]
-
-
-def _fmt(value: float | None) -> str:
-    return (
-        "-"
-        if value is None
-        else f"{value:.3f}".rstrip("0").rstrip(".")
-        if abs(value) < 1e6
-        else f"{value:.3g}"
-    )
-
-
-def _delta(before: float | None, after: float | None) -> str:
-    if before is None or after is None:
-        return "-"
-    diff = after - before
-    text = f"{diff:+.3f}".rstrip("0").rstrip(".")
-    if before:
-        text += f" ({diff / abs(before) * 100:+.0f}%)"
-    return text
 
 
 def _is_fault(event: Event) -> bool:
@@ -110,10 +102,10 @@ def _section_pools(data: RunData, window: tuple[float, float], markers: list[tup
         u = [v for _, v in util.get(pool, [])]
         p = [v for _, v in pend.get(pool, [])]
         rows.append(
-            f"<tr><td>{escape(pool)}</td><td class=num>{_fmt(sum(u) / len(u) if u else None)}</td>"
-            f"<td class=num>{_fmt(min(u) if u else None)}</td>"
-            f"<td class=num>{_fmt(max(u) if u else None)}</td>"
-            f"<td class=num>{_fmt(max(p) if p else None)}</td></tr>"
+            f"<tr><td>{escape(pool)}</td><td class=num>{fmt(sum(u) / len(u) if u else None)}</td>"
+            f"<td class=num>{fmt(min(u) if u else None)}</td>"
+            f"<td class=num>{fmt(max(u) if u else None)}</td>"
+            f"<td class=num>{fmt(max(p) if p else None)}</td></tr>"
         )
     return (
         '<h2 id="pools">Pool utilization and queue</h2><div class="charts">'
@@ -142,8 +134,8 @@ def _section_links(
     for peak, link, points in peaks[:top]:
         busy = sum(1 for _, v in points if v >= 0.2)
         rows.append(
-            f"<tr><td>{escape(link)}</td><td class=num>{_fmt(peak)}</td>"
-            f"<td class=num>{_fmt(sum(v for _, v in points) / len(points))}</td>"
+            f"<tr><td>{escape(link)}</td><td class=num>{fmt(peak)}</td>"
+            f"<td class=num>{fmt(sum(v for _, v in points) / len(points))}</td>"
             f"<td class=num>{busy}</td></tr>"
         )
         charts.append(
@@ -176,7 +168,7 @@ def _section_faults(events: list[Event]) -> str:
     for index, group in enumerate(groups, 1):
         for event in group:
             rows.append(
-                f"<tr><td class=num>{index}</td><td class=time>{rfc3339(event.at)}</td>"
+                f"<tr><td class=num>{index}</td><td class=time>{clock(event.at)}</td>"
                 f'<td class="k-{escape(event.kind)}">{escape(event.kind)}</td>'
                 f"<td>{escape(event.summary)}</td></tr>"
             )
@@ -193,7 +185,7 @@ def _section_timeline(events: list[Event]) -> str:
     if not events:
         return '<h2 id="timeline">Timeline</h2><p class="muted">No events in the window.</p>'
     rows = "".join(
-        f'<tr class="ev ev-{escape(e.kind)}"><td class=time>{rfc3339(e.at)}</td>'
+        f'<tr class="ev ev-{escape(e.kind)}"><td class=time>{clock(e.at)}</td>'
         f'<td class="k-{escape(e.kind)}">{escape(e.kind)}</td>'
         f"<td>{escape(e.summary)}</td></tr>"
         for e in events
@@ -205,49 +197,20 @@ def _section_timeline(events: list[Event]) -> str:
     )
     return (
         '<h2 id="timeline">Timeline: alerts, proposals, approvals, applied changes and faults</h2>'
-        f"<p>{escape(counts)}.</p><table><tr><th>time (UTC)</th><th>kind</th><th>what</th></tr>{rows}</table>"
+        f"<p>{escape(counts)}.</p><table><tr><th>time</th><th>kind</th><th>what</th></tr>{rows}</table>"
     )
 
 
-def _section_effects(effects: list[Effect]) -> str:
-    head = '<h2 id="effects">Effect of each applied change</h2>'
-    if not effects:
-        return head + '<p class="muted">No change was applied in the window.</p>'
-    parts = [head]
-    for effect in effects:
-        changes = "".join(
-            f"<li><code>{escape(target)}</code>: <code>{escape(before)}</code> &rarr; "
-            f"<code>{escape(after)}</code></li>"
-            for target, before, after in effect.changes
-        )
-        rows = []
-        for pool in sorted(effect.metrics):
-            for metric, (before, after) in effect.metrics[pool].items():
-                if before is None and after is None:
-                    continue
-                rows.append(
-                    f"<tr><td>{escape(pool)}</td><td>{escape(METRIC_LABELS.get(metric, metric))}</td>"
-                    f"<td class=num>{_fmt(before)}</td><td class=num>{_fmt(after)}</td>"
-                    f"<td class=num>{escape(_delta(before, after))}</td></tr>"
-                )
-        policy = f" by policy {escape(effect.policy)}" if effect.policy else ""
-        parts.append(
-            f'<div class="effect"><h3>{rfc3339(effect.at)} {escape(effect.kind)} '
-            f"<code>{escape(effect.proposal_id[:12])}</code>{policy}</h3>"
-            + (f"<ul>{changes}</ul>" if changes else "")
-            + (f"<p>Expected: {escape(effect.expected_effect)}</p>" if effect.expected_effect else "")
-            + f"<p class=muted>Before: {rfc3339(effect.before[0])} to {rfc3339(effect.before[1])}; "
-            f"after: {rfc3339(effect.after[0])} to {rfc3339(effect.after[1])}.</p>"
-            + '<table class="effect-table"><tr><th>pool</th><th>metric</th><th>before</th><th>after</th>'
-            "<th>change</th></tr>" + "".join(rows) + "</table></div>"
-        )
-    return "".join(parts)
-
-
 def render(
-    data: RunData, window: tuple[float, float], *, top: int = 6, title: str = "ibpool post-mortem"
+    data: RunData,
+    window: tuple[float, float],
+    *,
+    top: int = 6,
+    title: str = "ibpool post-mortem",
+    links: LinkSettings | None = None,
 ) -> str:
     """The whole report as one HTML document."""
+    links = links or LinkSettings(report_dir=Path("."))
     events = sorted(
         (e for e in data.events if window[0] <= e.at <= window[1] and e.kind in TIMELINE_KINDS),
         key=lambda e: (e.at, TIMELINE_KINDS.index(e.kind), e.summary),
@@ -255,23 +218,31 @@ def render(
     markers = [(e.at, e.kind, e.summary) for e in events if e.kind in MARKER_COLORS and e.kind != "alert"]
     effects = effects_in(data, window)
     applied = sum(1 for e in events if e.kind == "apply")
+    regressions = sum(1 for e in effects if e.regressions)
     return "".join(
         [
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
-            f"<title>{escape(title)} {rfc3339(window[0])} to {rfc3339(window[1])}</title>",
+            f"<title>{escape(title)} {clock(window[0])} to {clock(window[1])}</title>",
             f"<style>{CSS}</style></head><body>",
             f"<h1>{escape(title)}</h1>",
-            f'<p id="window">Window: <b>{rfc3339(window[0])}</b> to <b>{rfc3339(window[1])}</b> '
-            f"({(window[1] - window[0]) / 60:.0f} minutes). Source: {escape(data.source)}.</p>",
+            f'<p id="window">Window: <b>{clock(window[0])}</b> to <b>{clock(window[1])}</b> UTC, the run\'s '
+            f"clock ({(window[1] - window[0]) / 60:.0f} minutes). Source: {escape(data.source)}.</p>",
             f"<p>{sum(1 for e in events if e.kind == 'alert')} alert(s), "
-            f"{sum(1 for e in events if e.kind == 'proposal')} proposal(s), {applied} applied change(s), "
-            f"{sum(1 for e in events if e.kind == 'fault')} fault(s). Dashed lines on the charts: "
+            f"{sum(1 for e in events if e.kind == 'proposal')} proposal(s), {applied} applied change(s)"
+            + (
+                f' (<span class="regression-flag">{regressions} with a regression</span>)'
+                if regressions
+                else ""
+            )
+            + f", {sum(1 for e in events if e.kind == 'fault')} fault(s). Dashed lines on the charts: "
             "green applied change, red fault, purple proposal.</p>",
+            report_twin.section(data.twin, window),
+            report_alerts.section(data.alerts, data.alert_source, window, links),
             _section_pools(data, window, markers),
             _section_links(data, window, top, markers),
             _section_faults(events),
             _section_timeline(events),
-            _section_effects(effects),
+            report_changes.section(effects),
             "</body></html>\n",
         ]
     )

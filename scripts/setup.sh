@@ -17,5 +17,21 @@ if [ ! -x .venv/bin/python ]; then
     fi
   fi
 fi
+# The demo replays the shipped alert rules with vmalert over a private VictoriaMetrics (both in Debian's
+# victoria-metrics package). As root with apt-get, install it when missing; otherwise the demo runs without
+# alerts and says so ("alerts not replayed: vmalert not installed").
+if ! command -v vmalert >/dev/null || ! command -v victoria-metrics >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    if [ ! -e /usr/sbin/policy-rc.d ]; then  # no service started by the package (as install-system-deps.sh)
+      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+      chmod +x /usr/sbin/policy-rc.d
+      trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends victoria-metrics
+  else
+    echo "note: vmalert/victoria-metrics not installed (Debian package victoria-metrics): the demo will not replay its alerts" >&2
+  fi
+fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'

@@ -7,9 +7,9 @@ default demo's scaled to a quarter: 24-GPU all-reduce bursts, and the GPU fault 
 
 from __future__ import annotations
 
+from demo.controls import LoggedModel
 from demo.scenario import ScriptedEvent, demo_model, scripted
 from demo.settings import Timings
-from simulator.cluster import ClusterModel
 
 NODES = 8
 HOSTS_PER_LEAF = 4
@@ -17,7 +17,7 @@ BURST_GPUS = 24  # three nodes, so the bursts span both leaves (16-GPU bursts ca
 FAULT_NODE = "node0008"
 
 
-def real_model(timings: Timings, seed: int = 1) -> ClusterModel:
+def real_model(timings: Timings, seed: int = 1) -> LoggedModel:
     """The small model with the default demo's day/night workload scaled to its size."""
     return demo_model(timings, seed, nodes=NODES, hosts_per_leaf=HOSTS_PER_LEAF)
 

@@ -6,11 +6,19 @@ Pure logic over `Signals` (no I/O, no clock: time is `signals.taken_at`). Rules:
    busy: a saturated counter is never read as idle).
 2. The highest-priority pool H on it stalls when its nodes' mean GPU utilization is at most
    `stall_utilization` while its HCA ports wait (wait share >= `port_wait_threshold`, or saturated).
-3. Held for `persistence_seconds`, and no quota proposal within `cooldown_seconds`:
+   H also stalls, whatever its GPUs do, when its ports wait at least `held_back_wait` (its ring steps are
+   held back that share of the time: it runs about that much slower than alone).
+3. Held for `persistence_seconds`, and no quota proposal within `cooldown_seconds`, on the stalled link
+   where H's VL waits most:
    - H shares a VL with a lower pool: move H's port group to an SL on a VL of its own;
    - otherwise raise H's VL weight and lower the others' in steps of at most `max_step`, never below a
      `min_share` of the link for any VL with traffic, by the least that the weighted max-min prediction
-     says gives H its demand (offered load of its ports); nothing when the weights already do.
+     says gives H its demand (offered load of its ports); nothing when the weights already do. The
+     prediction takes the worse of two readings of the weights (byte-exact, and whole packets a turn:
+     `arbitration_unit`) and a congested link's capacity as what it measurably sends (credit stalls);
+     the minimum share is kept under both readings, against that capacity, for every lower pool (a VL
+     that carries two of them keeps two shares), with `min_share_margin` to spare (head-of-line blocking
+     takes from a lower VL some of what its weight gives it).
 4. A pool whose nodes' GPU load surges (`surge_delta` over its calm baseline on `surge_fraction` of its
    nodes) while its ports wait on a shared congested link moves to the SL of the top pool on that link.
 Missing signals (links, nodes, qos, pools) mean no proposal: `QuotaDecision.missing` says which.
@@ -23,9 +31,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
+from foundation.maxmin import weighted_fill
 from proposals import targets
 from proposals.model import Change, Evidence, Proposal
 from recommender.signals.model import LINKS, NODES, POOLS, QOS, LinkSignals, Missing, QosSignals, Signals
+
+__all__ = ["QuotaDecision", "QuotaParams", "QuotaPolicy", "QuotaState", "weighted_fill"]
 
 NAME = "quota"
 INF = math.inf
@@ -42,8 +53,11 @@ class QuotaParams:
     busy_utilization: float = 0.9
     stall_utilization: float = 0.5
     port_wait_threshold: float = 0.05
+    held_back_wait: float = 0.08  # H's ports waiting this much stall it whatever its GPUs do (~9% slower)
+    arbitration_unit: int = 64  # weight units a VL sends at least a turn: one 4 KiB packet (MTU / 64 B)
     max_step: int = 32
     min_share: float = 0.1
+    min_share_margin: float = 1.0  # weights keep this much more than min_share (1: exactly min_share)
     target_tolerance: float = 0.02
     persistence_seconds: float = 120.0
     cooldown_seconds: float = 600.0
@@ -69,31 +83,6 @@ class QuotaDecision:
     missing: tuple[Missing, ...]
     state: QuotaState
     notes: tuple[str, ...] = ()
-
-
-def weighted_fill(
-    capacity: float, demands: Mapping[int, float], weights: Mapping[int, int]
-) -> dict[int, float]:
-    """Weighted max-min split of `capacity` among VLs (weight-0 VLs get only leftovers)."""
-    alloc = dict.fromkeys(demands, 0.0)
-    remaining = capacity
-    active = {vl for vl, d in demands.items() if d > 0 and weights.get(vl, 0) > 0}
-    while active and remaining > 1e-12:
-        total = sum(weights[vl] for vl in active)
-        done = {vl for vl in active if demands[vl] <= remaining * weights[vl] / total}
-        if not done:
-            for vl in active:
-                alloc[vl] = remaining * weights[vl] / total
-            return alloc
-        for vl in done:
-            alloc[vl] = demands[vl]
-            remaining -= demands[vl]
-        active -= done
-    zero = sorted(vl for vl, d in demands.items() if d > 0 and weights.get(vl, 0) == 0)
-    for i, vl in enumerate(zero):
-        alloc[vl] = min(demands[vl], max(0.0, remaining) / (len(zero) - i))
-        remaining -= alloc[vl]
-    return alloc
 
 
 def _window(seconds: float) -> str:
@@ -147,7 +136,7 @@ class QuotaPolicy:
         proposals: list[Proposal] = []
         last = dict(state.last_proposed)
         if ready and now - last.get("quota", -INF) >= p.cooldown_seconds:
-            _, link, top = max(ready, key=lambda r: (self.rank(r[2]), r[1].utilization or 0.0, r[0]))
+            _, link, top = max(ready, key=lambda r: self._urgency(qos, r[1], r[2], r[0]))
             proposal = self._for_link(signals, qos, link, top, notes)
             if proposal is not None:
                 proposals.append(proposal)
@@ -159,6 +148,15 @@ class QuotaPolicy:
         return QuotaDecision(tuple(proposals), (), QuotaState(first, last, baseline), tuple(notes))
 
     # --- detection ----------------------------------------------------------------------------------
+
+    def _urgency(
+        self, qos: QosSignals, link: LinkSignals, top: str, key: str
+    ) -> tuple[int, float, float, str]:
+        """Which stalled link to act on first: the top pool's rank, then how long its VL waits there (where
+        it is held back), then how busy the link is."""
+        vl = qos.vl_of(top)
+        waiting = link.vl_congestion.get(vl, 0.0) if vl is not None else 0.0
+        return self.rank(top), waiting, link.utilization or 0.0, key
 
     def _congested(self, link: LinkSignals) -> bool:
         p = self.params
@@ -218,7 +216,8 @@ class QuotaPolicy:
                 continue
             util = self._utilization(signals, tops[0])
             wait, _ = self._waits(signals, tops[0])
-            if util is not None and util <= p.stall_utilization and wait >= p.port_wait_threshold:
+            idle = util is not None and util <= p.stall_utilization and wait >= p.port_wait_threshold
+            if idle or wait >= p.held_back_wait:
                 out[f"stall:{link.key}:{tops[0]}"] = (link, tops[0])
         return out
 
@@ -334,18 +333,21 @@ class QuotaPolicy:
         p = self.params
         vl_top = qos.vl_of(top)
         assert vl_top is not None
-        cap = link.rate_bytes_per_second
+        cap = self.usable(link)
+        base = p.min_share * p.min_share_margin * link.rate_bytes_per_second / cap
+        sharing = {vl: sum(1 for x in link.pools if qos.vl_of(x) == vl) for vl in low_vls}
+        floor = {vl: min(0.45, base * max(1, n)) for vl, n in sharing.items()}  # every pool, not every VL
         need = self.demand(signals, top, cap)
         weights = effective_weights(qos)
         demands = {vl_top: need, **dict.fromkeys(low_vls, INF)}
-        before = weighted_fill(cap, demands, weights)
+        before = self.predict(cap, demands, weights)
         if need <= 0 or before[vl_top] >= (1 - p.target_tolerance) * need:
             notes.append(f"{link.key}: the weights already give {top} its demand")
             return None
         new = dict(weights)
         for k in range(1, p.max_step + 1):
-            new = self._step(weights, vl_top, low_vls, k)
-            if weighted_fill(cap, demands, new)[vl_top] >= (1 - p.target_tolerance) * need:
+            new = self._step(weights, vl_top, low_vls, k, floor)
+            if self.predict(cap, demands, new)[vl_top] >= (1 - p.target_tolerance) * need:
                 break
         if new == weights:
             notes.append(f"{link.key}: no weight step left within the bounds (min share {p.min_share})")
@@ -354,11 +356,11 @@ class QuotaPolicy:
         if not changes:
             notes.append(f"{link.key}: the VLs to change have no entry in a non-empty table")
             return None
-        after = weighted_fill(cap, demands, new)
+        after = self.predict(cap, demands, new)
         low_pools = sorted(x for x in link.pools if self.rank(x) < self.rank(top))
         effect = (
-            f"on {link.desc} port {link.key.split('/')[-1]} ({cap / 1e9:.1f} GB/s, weighted max-min, lower "
-            "pools "
+            f"on {link.desc} port {link.key.split('/')[-1]} ({cap / 1e9:.1f} GB/s sent, weighted max-min in "
+            "whole packets a turn, lower pools "
             f"saturating): {top} (VL {vl_top}) share {before[vl_top] / cap:.3f} -> {after[vl_top] / cap:.3f} "
             f"(demand {need / cap:.3f}); "
             + ", ".join(
@@ -370,16 +372,52 @@ class QuotaPolicy:
         )
         return self._proposal(signals, "set_vl_weights", changes, evidence, effect)
 
-    def _step(self, weights: Mapping[int, int], up: int, downs: set[int], k: int) -> dict[int, int]:
-        """Raise `up` by k, lower each of `downs` by up to k, keeping each down VL's share >= min_share."""
-        p = self.params
+    def per_turn(self, weights: Mapping[int, int]) -> dict[int, int]:
+        """Weights as arbitration serves them: a VL with a weight sends at least one packet a turn, so a
+        weight counts rounded up to whole `arbitration_unit`s (1 when the unit is 1)."""
+        unit = max(1, self.params.arbitration_unit)
+        return {vl: unit * math.ceil(w / unit) if w > 0 else 0 for vl, w in weights.items()}
+
+    def predict(
+        self, capacity: float, demands: Mapping[int, float], weights: Mapping[int, int]
+    ) -> dict[int, float]:
+        """Each VL's share by weighted max-min, the least of two readings of the weights: as written (byte
+        exact arbitration) and in whole packets a turn (`per_turn`); the arbitration is not observed."""
+        exact = weighted_fill(capacity, demands, weights)
+        packets = weighted_fill(capacity, demands, self.per_turn(weights))
+        return {vl: min(exact[vl], packets[vl]) for vl in demands}
+
+    def usable(self, link: LinkSignals) -> float:
+        """What a congested link actually sends (bytes/s): its measured utilization when it waits (credit
+        stalls keep a congested link below its rate), else its rate."""
+        rate = link.rate_bytes_per_second
+        if link.utilization is not None and (link.congestion or 0.0) >= self.params.port_wait_threshold:
+            return max(0.5 * rate, min(rate, link.utilization * rate))
+        return rate
+
+    def _floor_ok(self, new: Mapping[int, int], up: int, downs: set[int], floor: Mapping[int, float]) -> bool:
+        for served in (dict(new), self.per_turn(new)):  # both readings of the weights (see `predict`)
+            total = sum(served.get(v, 0) for v in (up, *downs))
+            if any(served.get(vl, 0) < floor[vl] * total for vl in downs if new.get(vl, 0) > 0):
+                return False
+        return True
+
+    def _step(
+        self, weights: Mapping[int, int], up: int, downs: set[int], k: int, floor: Mapping[int, float]
+    ) -> dict[int, int]:
+        """Raise `up` by k and lower each of `downs` by up to k, keeping each down VL's share of the link,
+        as arbitration serves it, >= its `floor` (a down VL gives back weight, then `up` gives back its
+        raise, until it does)."""
         new = dict(weights)
         new[up] = min(targets.MAX_WEIGHT, weights.get(up, 0) + k)
         for vl in sorted(downs):
-            others = sum(w for v, w in new.items() if v != vl and (v == up or v in downs))
-            floor = max(1, math.ceil(p.min_share * others / (1 - p.min_share)))
-            new[vl] = max(weights.get(vl, 0) - k, floor) if weights.get(vl, 0) > 0 else weights.get(vl, 0)
-            new[vl] = min(new[vl], max(weights.get(vl, 0), floor))
+            if weights.get(vl, 0) > 0:
+                new[vl] = max(1, weights[vl] - k)
+        for vl in sorted(downs):
+            while new.get(vl, 0) < weights.get(vl, 0) and not self._floor_ok(new, up, downs, floor):
+                new[vl] += 1
+        while new[up] > weights.get(up, 0) and not self._floor_ok(new, up, downs, floor):
+            new[up] -= 1
         return new
 
     @staticmethod

@@ -5,7 +5,9 @@ ratio and its per-VL wait ratios; `integrate` adds `seconds` of them to the coun
 proportional to the channels in use. A flow offers its full demand on the channels up to and including its
 bottleneck (credit back-pressure spreads congestion upstream) and its granted rate after it; a channel's
 wait ratio is the share of offered data it could not send, `1 - given / offered`, which is the fraction of
-time the congestion metric `rate(port_xmit_wait) * tick_bytes / link_rate` reads back.
+time the congestion metric `rate(port_xmit_wait) * tick_bytes / link_rate` reads back. With the spec's
+effects on, credit stalls, packet-granular arbitration and head-of-line blocking change the rates first
+(`simulator.cluster.effects`), and the counters show what they did.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from simulator.cluster.effects import FabricEffects, block_victims, effective_weights, stalled_capacity
 from simulator.cluster.sharing import Flow, allocate
 from simulator.cluster.spec import VL_COUNT
 from simulator.cluster.topology import Topology
@@ -37,8 +40,15 @@ class ChannelUse:
 class Fabric:
     """Counters and link state of the whole fabric."""
 
-    def __init__(self, topology: Topology, wait_tick_bytes: int = 256, mtu_bytes: int = 4096) -> None:
+    def __init__(
+        self,
+        topology: Topology,
+        wait_tick_bytes: int = 256,
+        mtu_bytes: int = 4096,
+        effects: FabricEffects | None = None,
+    ) -> None:
         self.topology = topology
+        self.effects = effects or FabricEffects(mtu_bytes=mtu_bytes)
         self.tick_bytes = wait_tick_bytes
         self.mtu = mtu_bytes
         n = len(topology.ports)
@@ -77,7 +87,15 @@ class Fabric:
     def reallocate(self, flows: Sequence[Flow], weights: Sequence[int]) -> None:
         """Share the links among `flows`; remember each channel's rate and wait ratios."""
         capacity = self.capacities()
-        allocate(flows, capacity, weights)
+        if self.effects.on:  # the ground truth's extras (simulator.cluster.effects)
+            allocate(
+                flows,
+                stalled_capacity(flows, capacity, self.effects),
+                effective_weights(weights, self.effects),
+            )
+            block_victims(flows, self.effects)
+        else:
+            allocate(flows, capacity, weights)
         rate: dict[int, float] = {}
         extra: dict[int, float] = {}
         vl_extra: dict[tuple[int, int], float] = {}

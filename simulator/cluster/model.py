@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from simulator.cluster import views
+from simulator.cluster.effects import FabricEffects
 from simulator.cluster.errors import ControlError, FaultError
 from simulator.cluster.fabric import Fabric
 from simulator.cluster.hostlist import expand_hostlist, parse_vlarb
@@ -50,7 +51,9 @@ class ClusterModel:
     def __init__(self, spec: ClusterSpec, workload: Iterable[JobRequest] | None = None) -> None:
         self.spec = validate(spec)
         self.topology = Topology(spec)
-        self.fabric = Fabric(self.topology, spec.fabric.wait_tick_bytes, spec.fabric.mtu_bytes)
+        fab = spec.fabric
+        effects = FabricEffects(fab.arbitration_packets, fab.credit_stall, fab.hol_blocking, fab.mtu_bytes)
+        self.fabric = Fabric(self.topology, fab.wait_tick_bytes, fab.mtu_bytes, effects)
         self.scheduler = Scheduler(spec.nodes, {p.name: p.nodes for p in spec.pools}, spec.gpus_per_node)
         self.now = 0.0
         self.jobs: dict[int, Job] = {}
@@ -442,6 +445,11 @@ class ClusterModel:
         """Running jobs' iteration times and fabric shares."""
         self._refresh()
         return views.job_metrics(self, pool)
+
+    def flows(self) -> list[tuple[str, Flow]]:
+        """Every ring step of the running distributed jobs now, with its job's pool (read only)."""
+        self._refresh()
+        return [(job.pool, flow) for job in self.running.values() for flow in self._flows.get(job.id, ())]
 
     def job_states(self) -> dict[str, int]:
         """How many jobs are pending, running, done and failed."""

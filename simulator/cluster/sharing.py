@@ -1,12 +1,11 @@
 """Weighted max-min sharing of links: per VL by arbitration weight, then equally among a VL's flows.
 
-On one link of capacity C, VLs with data get shares in proportion to their weights; a VL that needs less
-than its share keeps only what it needs and the rest is shared again among the others (weighted
-water-filling). VLs of weight 0 get only what the weighted VLs leave. Inside a VL, flows share equally
-(water-filling again). Across the network, `allocate` finds each flow's rate as the fixed point of "the
-least any link on its path offers it, given what the other flows take", iterated from the flows' demands,
-then makes it feasible with one pass of the plain per-link split; flows of one job move together (the
-slowest ring step sets the pace of a synchronous all-reduce).
+On one link of capacity C, VLs share by `foundation.maxmin.weighted_fill` (the one weighted max-min the
+quota policy uses too); inside a VL, flows share equally (`water_level`). Across the network, `allocate`
+finds each flow's rate as the fixed point of "the least any link on its path offers it, given what the
+other flows take", iterated from the flows' demands, then makes it feasible with one pass of the plain
+per-link split; flows of one job move together (the slowest ring step sets the pace of a synchronous
+all-reduce).
 """
 
 from __future__ import annotations
@@ -14,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-INF = float("inf")
+from foundation.maxmin import INF, water_level, weighted_fill
+
+__all__ = ["INF", "Flow", "allocate", "offers", "split_link", "water_level", "weighted_fill"]
+
 MAX_ROUNDS = 12
 TOLERANCE = 1e-6
 
@@ -31,48 +33,12 @@ class Flow:
     bottleneck: int = -1  # position in `channels` of the link limiting it, -1 when none on its path
 
 
-def weighted_fill(capacity: float, demands: Mapping[int, float], weights: Sequence[int]) -> dict[int, float]:
-    """Split `capacity` among VLs by weight (weighted max-min); a demand may be INF."""
-    alloc = {vl: 0.0 for vl in demands}
-    remaining = capacity
-    active = {vl for vl, d in demands.items() if d > 0 and weights[vl] > 0}
-    while active and remaining > 0:
-        total = sum(weights[vl] for vl in active)
-        satisfied = {vl for vl in active if demands[vl] <= remaining * weights[vl] / total}
-        if not satisfied:
-            for vl in active:
-                alloc[vl] = remaining * weights[vl] / total
-            return alloc
-        for vl in satisfied:
-            alloc[vl] = demands[vl]
-            remaining -= demands[vl]
-        active -= satisfied
-    zero = sorted((d, vl) for vl, d in demands.items() if d > 0 and weights[vl] == 0)
-    for i, (demand, vl) in enumerate(zero):
-        share = max(0.0, remaining) / (len(zero) - i)
-        alloc[vl] = min(demand, share)
-        remaining -= alloc[vl]
-    return alloc
-
-
-def water_level(capacity: float, demands: Sequence[float]) -> float:
-    """Equal-share level for flows with `demands` on `capacity` (INF when every demand fits)."""
-    remaining, left = capacity, len(demands)
-    for demand in sorted(demands):
-        share = remaining / left
-        if demand > share:
-            return share
-        remaining -= demand
-        left -= 1
-    return INF
-
-
 def split_link(
     capacity: float,
     members: Sequence[int],
     flows: Sequence[Flow],
     rates: Sequence[float],
-    weights: Sequence[int],
+    weights: Mapping[int, int],
 ) -> dict[int, float]:
     """What each flow on a link gets when flows ask for `rates` (never more than asked)."""
     by_vl: dict[int, list[int]] = {}
@@ -92,7 +58,7 @@ def offers(
     members: Sequence[int],
     flows: Sequence[Flow],
     rates: Sequence[float],
-    weights: Sequence[int],
+    weights: Mapping[int, int],
 ) -> dict[int, float]:
     """The most each flow on a link could get if it asked for more while the others keep `rates`."""
     total = sum(rates[f] for f in members)
@@ -115,6 +81,7 @@ def offers(
 
 def allocate(flows: Sequence[Flow], capacity: Sequence[float], weights: Sequence[int]) -> None:
     """Set every flow's `rate` and `bottleneck` (weighted max-min over all links, jobs in lock-step)."""
+    lane_weights = dict(enumerate(weights))
     by_job: dict[int, list[int]] = {}
     on_link: dict[int, list[int]] = {}
     load: dict[int, float] = {}
@@ -136,7 +103,7 @@ def allocate(flows: Sequence[Flow], capacity: Sequence[float], weights: Sequence
         for _ in range(MAX_ROUNDS):
             new = list(demand)
             for c, members in contended.items():
-                for f, offer in offers(capacity[c], members, flows, rates, weights).items():
+                for f, offer in offers(capacity[c], members, flows, rates, lane_weights).items():
                     new[f] = min(new[f], offer)
             _lock_step(new, by_job)
             change = max(abs(a - b) for a, b in zip(new, rates, strict=True))
@@ -146,7 +113,7 @@ def allocate(flows: Sequence[Flow], capacity: Sequence[float], weights: Sequence
     own = list(rates)
     where = [-1] * len(flows)
     for c, members in contended.items():
-        for f, got in split_link(capacity[c], members, flows, rates, weights).items():
+        for f, got in split_link(capacity[c], members, flows, rates, lane_weights).items():
             if got < own[f] or (got <= own[f] and where[f] < 0 and got < demand[f]):
                 own[f], where[f] = got, c
     final = list(own)

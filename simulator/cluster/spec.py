@@ -41,6 +41,10 @@ class FabricSpec:
     link_bytes_per_second: float = NDR_BYTES_PER_SECOND
     wait_tick_bytes: int = 256  # bytes a port could send during one PortXmitWait tick
     mtu_bytes: int = 4096
+    # What weighted max-min leaves out (simulator.cluster.effects); off unless a scenario turns it on.
+    arbitration_packets: bool = False
+    credit_stall: float = 0.0
+    hol_blocking: float = 0.0
 
     @property
     def uplinks_per_leaf(self) -> int:
@@ -186,6 +190,10 @@ def validate(spec: ClusterSpec) -> ClusterSpec:
         problems.append("fabric.spines: must be >= 1")
     if fab.link_bytes_per_second <= 0:
         problems.append("fabric.link_bytes_per_second: must be > 0")
+    if not 0 <= fab.credit_stall < 1:
+        problems.append("fabric.credit_stall: must be in [0, 1)")
+    if not 0 <= fab.hol_blocking <= 1:
+        problems.append("fabric.hol_blocking: must be in [0, 1]")
     problems += check_vlarb(spec.qos.vlarb_high, "qos.vlarb_high")
     problems += check_vlarb(spec.qos.vlarb_low, "qos.vlarb_low")
     problems += check_sl2vl(spec.qos.sl2vl)

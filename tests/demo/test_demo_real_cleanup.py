@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from demo.loop import Loop
 from demo.real import RealBackends, missing
 from demo.real.scenario import real_model
-from demo.run import Demo
+from demo.series import SeriesRecorder
 from demo.settings import FAST
 from simulator.backends.errors import SlurmError
 from simulator.backends.processes import Processes
@@ -42,7 +43,7 @@ def test_a_failure_after_start_stops_every_real_program(
     if failure == "sigterm" and signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         pytest.skip("SIGTERM has a handler in this test process")
 
-    def fail(self: Demo, settings: object) -> None:
+    def fail(self: Loop, settings: object) -> None:
         assert self.backends is not None and self.backends.lid > 0  # everything is up
         if failure == "error":
             raise RuntimeError("the demo loop failed")
@@ -50,8 +51,8 @@ def test_a_failure_after_start_stops_every_real_program(
             raise KeyboardInterrupt
         _raise_sigterm()
 
-    monkeypatch.setattr(Demo, "_serve", fail)
-    demo = Demo(FAST, tmp_path / "run", say=lambda _: None, real=True)
+    monkeypatch.setattr(Loop, "_serve", fail)
+    demo = Loop(FAST, tmp_path / "run", SeriesRecorder(()), say=lambda _: None, real=True)
     expected = {"error": RuntimeError, "ctrl-c": KeyboardInterrupt, "sigterm": SystemExit}[failure]
     with pytest.raises(expected):
         demo.run()

@@ -47,7 +47,13 @@ SERIES: dict[str, list[dict[str, str]]] = {
     prometheus.HCA_CONGESTION: [{"node": "node0001", "device": "mlx5_0", "port": "1"}],
     prometheus.ALERTS: [
         {"alertname": "IbPortCongested", "alertstate": "firing", "port": "2"},
-        {"alertname": "NodeUnavailable", "alertstate": "firing", "node": "node0024"},
+        {
+            "alertname": "GpuFellOffBus",
+            "alertstate": "firing",
+            "severity": "critical",
+            "node": "node0024",
+            "gpu": "3",
+        },
     ],
 }
 
@@ -131,8 +137,7 @@ def test_report_from_prometheus_and_store(
     assert main(argv) == 0
     assert set(queries) == set(SERIES)
     html = out.read_text()
-    assert "2024-05-01T11:30:00Z" in html
-    assert "2024-05-01T12:30:00Z" in html
+    assert "Window: <b>2024-05-01 11:30</b> to <b>2024-05-01 12:30</b> UTC" in html
     effects = html[html.index('id="effects"') :]
     # pool a: utilization 0.3 -> 0.8, pending 16 -> 0 around the apply at 12:02
     assert "<td>a</td><td>GPU utilization</td><td class=num>0.3</td><td class=num>0.8</td>" in effects
@@ -145,7 +150,11 @@ def test_report_from_prometheus_and_store(
     assert "IbPortCongested" in timeline
     assert html.count('class="k-resolved"') >= 2
     faults = html[html.index('id="faults"') : html.index('id="timeline"')]
-    assert "NodeUnavailable" in faults
+    assert "GpuFellOffBus" in faults
+    alerts = html[html.index('id="alerts"') : html.index('id="pools"')]
+    assert "Prometheus ALERTS" in alerts
+    assert '<td class="severity sev-critical">critical</td><td>node0024 GPU 3</td>' in alerts
+    assert "<td class=num>2 min</td>" in alerts  # 12:05 to 12:07
     links = html[html.index('id="links"') : html.index('id="faults"')]
     assert links.index("spine01/2") < links.index("node0001/mlx5_0/1")  # sorted by peak
 
@@ -155,11 +164,11 @@ def test_alert_window_from_prometheus(
 ) -> None:
     url, _ = fake_prometheus
     out = tmp_path / "report.html"
-    argv = ["--prometheus.url", url, "--db", str(store_db), "--out", str(out), "--alert", "NodeUnavailable"]
+    argv = ["--prometheus.url", url, "--db", str(store_db), "--out", str(out), "--alert", "GpuFellOffBus"]
     argv += ["--margin", "5m", "--from", "2024-05-01T11:00:00Z", "--to", "2024-05-01T13:00:00Z"]
     assert main(argv) == 0
     # fires at 12:05, last sample 12:06, resolved one step later (12:07); margin 5 minutes
-    assert "Window: <b>2024-05-01T12:00:00Z</b> to <b>2024-05-01T12:12:00Z</b>" in out.read_text()
+    assert "Window: <b>2024-05-01 12:00</b> to <b>2024-05-01 12:12</b>" in out.read_text()
 
 
 def test_unreachable_prometheus_and_missing_store(
@@ -191,7 +200,7 @@ def test_source_parsing_on_a_fake_fetch() -> None:
     kinds = [(e.kind, e.name) for e in sorted(data.events, key=lambda e: (e.at, e.kind))]
     assert ("alert", "IbPortCongested") in kinds
     assert ("resolved", "IbPortCongested") in kinds
-    assert ("fault", "NodeUnavailable") in kinds
+    assert ("fault", "GpuFellOffBus") in kinds
     fired = next(e.at for e in data.events if e.kind == "alert" and e.name == "IbPortCongested")
     assert fired == T0.timestamp() - 600
 

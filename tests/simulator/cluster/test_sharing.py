@@ -10,17 +10,17 @@ WEIGHTS = (64, 192, 0, 0, 0, 0, 0, 0)  # VL1 has three times VL0's weight
 
 
 def test_weighted_fill_gives_shares_by_weight_under_contention() -> None:
-    alloc = weighted_fill(100.0, {0: 100.0, 1: 100.0}, WEIGHTS)
+    alloc = weighted_fill(100.0, {0: 100.0, 1: 100.0}, dict(enumerate(WEIGHTS)))
     assert alloc == pytest.approx({0: 25.0, 1: 75.0})
 
 
 def test_weighted_fill_redistributes_what_a_vl_does_not_use() -> None:
-    alloc = weighted_fill(100.0, {0: 100.0, 1: 30.0}, WEIGHTS)
+    alloc = weighted_fill(100.0, {0: 100.0, 1: 30.0}, dict(enumerate(WEIGHTS)))
     assert alloc == pytest.approx({0: 70.0, 1: 30.0})
 
 
 def test_weight_zero_vl_gets_only_leftovers_and_weighted_vls_never_starve() -> None:
-    weights = (1, 255, 0, 0, 0, 0, 0, 0)
+    weights = {0: 1, 1: 255}
     alloc = weighted_fill(100.0, {0: INF, 1: INF, 2: INF}, weights)
     assert alloc[0] > 0 and alloc[1] > alloc[0]
     assert alloc[2] == 0.0

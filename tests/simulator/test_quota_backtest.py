@@ -1,0 +1,121 @@
+"""The quota backtest's pieces: the scenario family, the ground truth's extra effects, the policy's
+counter-only view, and the three strategies on a few scenarios (the family's table is printed by
+benchmarks/quota_backtest.py, not asserted here)."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.cluster import scenarios as small
+from simulator.cluster.effects import FabricEffects, block_victims, effective_weights
+from simulator.cluster.model import ClusterModel
+from simulator.cluster.sharing import Flow
+from simulator.cluster.spec import FabricSpec, QosSpec
+from simulator.quota_backtest import (
+    HINDSIGHT,
+    POLICY,
+    STATIC,
+    backtest,
+    family,
+    hindsight,
+    run,
+    scenario,
+    summary,
+    table,
+)
+from simulator.quota_backtest.backtest import WITHIN
+from simulator.quota_backtest.counters import signals, snapshot
+from simulator.quota_backtest.scenarios import DEV, HELD_OUT
+
+
+def _shared(**fabric: object) -> ClusterModel:
+    spec = small.shared_uplink_spec()
+    spec = type(spec)(**{**vars(spec), "fabric": FabricSpec(**{**vars(spec.fabric), **fabric})})
+    return ClusterModel(spec, [small.chatty("hi"), small.chatty("lo")])
+
+
+def _hi(model: ClusterModel) -> float:
+    return next(j.slowdown for j in model.job_metrics() if j.pool == "hi")
+
+
+def test_the_family_covers_what_the_issue_asks() -> None:
+    scenarios = family(60)
+    assert len(scenarios) >= 50
+    assert {s.oversubscription for s in scenarios} == {1.0, 2.0, 3.0, 4.0}
+    assert {s.leaves for s in scenarios} == {2, 3, 4}
+    assert {len(s.pools) for s in scenarios} >= {2, 3, 4}
+    assert any(s.burst for s in scenarios) and not all(s.burst for s in scenarios)
+    assert {s.split for s in scenarios} == {DEV, HELD_OUT}
+    assert any(s.arbitration_packets for s in scenarios) and any(s.hol_blocking for s in scenarios)
+    assert len({(j.compute_seconds, j.allreduce_bytes) for s in scenarios for j in s.jobs}) >= 10
+    assert scenario(7) == scenario(7) and scenario(7) != scenario(8)
+
+
+def test_packets_make_a_cut_below_one_packet_do_nothing() -> None:
+    effects = FabricEffects(arbitration_packets=True)
+    assert effective_weights([16, 64, 65, 0], effects) == [64, 64, 128, 0]
+    plain, packets = _shared(), _shared(arbitration_packets=True)
+    for model in (plain, packets):
+        model.set_vl_weights("", "0:16,1:64")
+        model.advance(10)
+    assert _hi(plain) < _hi(packets)  # the cut to 16 helped `hi` only where arbitration is byte exact
+    packets.set_vl_weights("", "0:64,1:64")
+    packets.advance(10)
+    assert _hi(packets) == pytest.approx(_hi(_shared()))
+
+
+def test_credit_stalls_and_hol_blocking_cost_bandwidth() -> None:
+    plain, stalled = _shared(), _shared(credit_stall=0.3)
+    plain.advance(10)
+    stalled.advance(10)
+    assert _hi(stalled) > _hi(plain)
+    assert sum(stalled.fabric.rate.values()) < sum(plain.fabric.rate.values())
+    held = Flow(1, (0, 1), 0, 40.0, rate=20.0, bottleneck=1)  # held back at channel 1, half of its demand
+    victim = Flow(2, (0, 2), 0, 20.0, rate=20.0)  # same VL through channel 0, bound elsewhere
+    other_vl = Flow(3, (0, 3), 1, 20.0, rate=20.0)
+    block_victims([held, victim, other_vl], FabricEffects(hol_blocking=0.6))
+    assert victim.rate == pytest.approx(20.0 * (1 - 0.6 * 0.5 * 20.0 / 60.0))  # its share of channel 0
+    assert victim.bottleneck == 0  # limited where it waits behind the held-back flow
+    assert other_vl.rate == 20.0 and held.rate == 20.0
+    block_victims([held, victim], FabricEffects())  # off: nothing changes
+    assert victim.rate < 20.0
+
+
+def test_the_policy_sees_counters_only() -> None:
+    model = _shared()
+    before = snapshot(model)
+    model.advance(60)
+    view = signals(model, before)
+    uplink = max(view.links.values(), key=lambda link: link.congestion or 0.0)
+    assert uplink.kind == "fabric" and set(uplink.pools) == {"hi", "lo"}
+    tx = max(model.fabric.wait, key=lambda c: model.fabric.wait[c])
+    assert uplink.congestion == pytest.approx(model.fabric.wait[tx], rel=1e-6)  # the wait counter's rate
+    assert uplink.vl_congestion and set(uplink.vl_congestion) <= {0, 1}
+    assert view.qos is not None and view.qos.pool_sl == {"hi": 1, "lo": 0}
+    assert not view.missing
+    with pytest.raises(ValueError):
+        signals(model, snapshot(model))
+
+
+def test_three_strategies_on_a_congested_scenario() -> None:
+    congested = scenario(18)
+    static, policy, best = run(congested, STATIC), run(congested, POLICY), hindsight(congested)
+    assert static.congested_links >= 1
+    assert static.hi_slowdown is not None and static.hi_slowdown > WITHIN
+    assert policy.hi_slowdown is not None and policy.hi_slowdown < static.hi_slowdown
+    assert policy.min_share_kept and policy.changes >= 1
+    assert best.strategy == HINDSIGHT and best.ok
+    assert policy.weights != static.weights
+    assert (policy.others_slowdown or 0) >= (static.others_slowdown or 0)  # the cost to the others
+
+
+def test_the_table_and_the_safety_property() -> None:
+    rows = backtest(family(12))
+    text = table(rows)
+    assert "policy where hindsight ok" in text and "held-out" in text and "cost to the others" in text
+    assert len(text.splitlines()) >= 12 + 10
+    figures = summary(rows)
+    assert figures["scenarios"] == 12
+    assert figures["policy_below_min_share"] == 0  # the policy never takes another pool below its share
+    assert int(str(figures["policy_ok"])) >= int(str(figures["static_ok"]))
+    assert all(QosSpec().vlarb_low for _ in rows)
