@@ -76,10 +76,10 @@ def report(collector: GpuCollector, families: list[MetricFamily], times: list[fl
     """Print the exposition, the support summary, errors and timings."""
     if not quiet:
         print(render(families), end="")
-    print(f"# GPUs: {collector.source.device_count}")
+    print(f"# GPUs: {len(collector.readings.readings())}")
     print("# catalog GPU metrics on this machine:")
     print("\n".join(summary(families)))
-    errors = collector.source.errors.snapshot()
+    errors = collector.errors.snapshot()
     print(f"# NVML errors: {errors if errors else 'none'}")
     if collector.xid is not None:
         watched = list(collector.xid.registered_gpus)
