@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from exporter import config as exporter_config
 from exporter.config import ExporterConfig
@@ -21,7 +21,12 @@ from simulator.node import FaultError, SimulatedNode, SimulationTicker, Standalo
 from simulator.nvml_costs import H200_COSTS, CallCosts
 
 # What each simulated NVML call costs in real time (--simulate.nvml-costs).
-NVML_COSTS: dict[str, CallCosts | None] = {"none": None, "h200": H200_COSTS}
+# "h200-serial" models a driver that never overlaps reads of different GPUs (not measurable on one GPU).
+NVML_COSTS: dict[str, CallCosts | None] = {
+    "none": None,
+    "h200": H200_COSTS,
+    "h200-serial": replace(H200_COSTS, scope="driver"),
+}
 
 
 @dataclass(frozen=True)
@@ -52,7 +57,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--simulate.step-seconds", "simulate.step_seconds", "simulate.step_seconds", float,
            "seconds between simulation steps (1)"),
     Option("--simulate.nvml-costs", "simulate.nvml_costs", "simulate.nvml_costs", str,
-           "none, or h200: each NVML call takes as long as on an H200 (docs/nvml-h200.md)"),
+           "none, h200 (each NVML call takes as long as on an H200, docs/nvml-h200.md) or h200-serial (and "
+           "no two GPUs are read at once)"),
 )  # fmt: skip
 
 
