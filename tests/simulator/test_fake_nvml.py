@@ -388,7 +388,12 @@ def test_a_stalled_gpu_blocks_its_own_calls_only(nvml: FakeNvml) -> None:
     stalled, free = nvml.nvmlDeviceGetHandleByIndex(0), nvml.nvmlDeviceGetHandleByIndex(1)
     nvml.stall_gpu(0)
     done = threading.Event()
-    thread = threading.Thread(target=lambda: (nvml.nvmlDeviceGetPowerUsage(stalled), done.set()), daemon=True)
+
+    def call() -> None:
+        nvml.nvmlDeviceGetPowerUsage(stalled)
+        done.set()
+
+    thread = threading.Thread(target=call, daemon=True)
     thread.start()
     assert nvml.wait_blocked()
     assert nvml.nvmlDeviceGetPowerUsage(free) > 0  # the other GPU answers meanwhile
