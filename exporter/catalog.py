@@ -12,6 +12,7 @@ from foundation.registry import BUILD_INFO, COLLECTOR_DURATION, COLLECTOR_SUCCES
 # The self metrics every ibpool exporter serves are defined with the registry and the metrics route
 # (process CPU, memory, fds, start time, scrape duration); listed here with the rest.
 SELF_METRICS = (COLLECTOR_SUCCESS, COLLECTOR_DURATION, BUILD_INFO, *PROCESS_METRICS)
+PROCESS_SELF_METRICS = {spec.name: spec for spec in PROCESS_METRICS}
 
 PREFIX = "ibpool_"
 

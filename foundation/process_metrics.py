@@ -22,7 +22,6 @@ PROCESS_CPU = MetricSpec("process_cpu_seconds_total", "counter", "User and syste
 PROCESS_RESIDENT_MEMORY = MetricSpec(
     "process_resident_memory_bytes", "gauge", "Resident memory size in bytes."
 )
-PROCESS_VIRTUAL_MEMORY = MetricSpec("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.")
 PROCESS_OPEN_FDS = MetricSpec("process_open_fds", "gauge", "Number of open file descriptors.")
 PROCESS_MAX_FDS = MetricSpec("process_max_fds", "gauge", "Maximum number of open file descriptors.")
 PROCESS_START_TIME = MetricSpec(
@@ -42,7 +41,6 @@ LAST_SCRAPE_DURATION = MetricSpec(
 PROCESS_METRICS = (
     PROCESS_CPU,
     PROCESS_RESIDENT_MEMORY,
-    PROCESS_VIRTUAL_MEMORY,
     PROCESS_OPEN_FDS,
     PROCESS_MAX_FDS,
     PROCESS_START_TIME,
@@ -88,14 +86,13 @@ class ProcessCollector:
         try:
             fields = (self._proc / "stat").read_text().rsplit(")", 1)[1].split()
             cpu = (int(fields[11]) + int(fields[12])) / self._ticks
-            virtual, resident = int(fields[20]), int(fields[21]) * self._page
+            resident = int(fields[21]) * self._page
         except (OSError, IndexError, ValueError):
             usage = resource.getrusage(resource.RUSAGE_SELF)
-            cpu, virtual, resident = usage.ru_utime + usage.ru_stime, -1, -1
+            cpu, resident = usage.ru_utime + usage.ru_stime, -1
         families.append(_gauge(PROCESS_CPU, cpu))
         if resident >= 0:
             families.append(_gauge(PROCESS_RESIDENT_MEMORY, resident))
-            families.append(_gauge(PROCESS_VIRTUAL_MEMORY, virtual))
         with contextlib.suppress(OSError):
             families.append(_gauge(PROCESS_OPEN_FDS, self._open_fds()))
         soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
