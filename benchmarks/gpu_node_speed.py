@@ -14,6 +14,7 @@ second, Prometheus scrapes far less often) so that they land at every point of t
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -79,7 +80,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rate", type=float, default=20.0, help="scrapes per second")
     parser.add_argument("--stall-seconds", type=float, default=10.0)
     parser.add_argument("--costs", default="h200", choices=("h200", "h200-serial", "none"))
-    parser.add_argument("--sample-interval", type=float, default=1.0)
+    parser.add_argument(
+        "--sample-interval", type=float, default=1.0, help="0: read at each scrape (as before)"
+    )
     parser.add_argument("--deadline", type=float, default=2.0)
     args = parser.parse_args(argv)
     port = free_port()
@@ -126,6 +129,12 @@ def main(argv: list[str]) -> int:
             f"{args.scrapes} scrapes at {args.rate:g}/s"
         )
         print(f"  /metrics: {Summary.of(times)}  ({len(body)} B, {samples} samples)")
+        scrapes = value(body, "ibpool_exporter_scrapes_total") or 1
+        served = (value(body, "ibpool_exporter_scrape_duration_seconds_total") or 0) / scrapes
+        print(
+            f"  the exporter's own mean time to answer: {served * 1000:.2f} ms; "
+            f"machine load average {os.getloadavg()[0]:.1f}"
+        )
         print(
             f"  NVML read time: {nvml_per_second * 1000:.1f} ms per second for {GPUS} GPUs "
             f"({nvml_per_second * 1000 / GPUS:.1f} ms/s per GPU); exporter CPU {cpu * 100:.1f}% of a core"

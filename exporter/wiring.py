@@ -83,10 +83,8 @@ def build_node(cfg: ExporterConfig, hardware: Hardware) -> Node:
     return node
 
 
-def gpu_sampling(cfg: ExporterConfig) -> SamplingSettings | None:
-    """The background sampling `cfg` asks for (None: read the GPUs at each scrape)."""
-    if cfg.gpu_sample_interval_seconds <= 0:
-        return None
+def gpu_sampling(cfg: ExporterConfig) -> SamplingSettings:
+    """The GPU sampling `cfg` asks for (an interval of 0: read at each scrape)."""
     return SamplingSettings(
         cfg.gpu_sample_interval_seconds, cfg.gpu_slow_sample_interval_seconds, cfg.gpu_deadline_seconds
     )
@@ -102,7 +100,7 @@ def _collectors(
     gpu: GpuCollector | None = None
     if cfg.gpu:
         sampling = gpu_sampling(cfg)
-        if sampled_gpu is not None and sampling is not None:
+        if sampled_gpu is not None and sampling.interval_seconds > 0:
             gpu = sampled_gpu.sharing()
         else:
             gpu = build_gpu_collector(hardware.nvml, sampling=sampling)

@@ -197,13 +197,18 @@ class GpuCollector:
 def build_gpu_collector(
     nvml: Nvml, xid_timeout_ms: int = 500, sampling: SamplingSettings | None = None
 ) -> GpuCollector:
-    """A GpuCollector over `nvml` (the pynvml module or a FakeNvml): read at each scrape, or sampled in the
-    background with `sampling`. Its source and XID watcher share one error count. Touches no hardware
-    until the first `collect()`."""
+    """A GpuCollector over `nvml` (the pynvml module or a FakeNvml). Without `sampling` every GPU is read in
+    full at each scrape; with an interval of 0 read at each scrape, the costly values every slow interval;
+    otherwise sampled in the background. Its source and XID watcher share one error count. Touches no
+    hardware until the first `collect()`."""
     errors = NvmlErrorCounts()
     source = NvmlSource(nvml, errors)
     xid = XidWatcher(nvml, errors, xid_timeout_ms)
-    readings: GpuReadings = (
-        ReadOnScrape(source, xid) if sampling is None else GpuSampler(source, sampling, xid)
-    )
+    readings: GpuReadings
+    if sampling is None:
+        readings = ReadOnScrape(source, xid)
+    elif sampling.interval_seconds <= 0:
+        readings = ReadOnScrape(source, xid, sampling.slow_interval_seconds)
+    else:
+        readings = GpuSampler(source, sampling, xid)
     return GpuCollector(readings)

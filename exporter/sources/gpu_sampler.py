@@ -79,16 +79,26 @@ class GpuReadings(Protocol):
 
 
 class ReadOnScrape:
-    """Reads every GPU (slow reads, one after the other) at each scrape, as the exporter did before sampling.
+    """Reads every GPU, one after the other, at each scrape, as the exporter did before sampling.
 
     Used where each scrape must see the state as of that moment (the simulated cluster syncs its model
-    right before collecting) and by `--gpu.sample-interval-seconds 0`.
+    right before collecting: `slow_interval_seconds` 0, every read slow) and by
+    `--gpu.sample-interval-seconds 0` (the costly values still only every slow interval).
     """
 
-    def __init__(self, source: NvmlSource, xid: XidWatcher | None = None) -> None:
+    def __init__(
+        self,
+        source: NvmlSource,
+        xid: XidWatcher | None = None,
+        slow_interval_seconds: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.source = source
         self.xid = xid
         self.errors = source.errors
+        self._slow_interval = slow_interval_seconds
+        self._clock = clock
+        self._next_slow: list[float] = []
         self._read_seconds: list[float] = []
 
     def readings(self) -> list[GpuReading]:
@@ -96,12 +106,15 @@ class ReadOnScrape:
         self.source.open()
         count = self.source.device_count
         if len(self._read_seconds) != count:
-            self._read_seconds = [0.0] * count
+            self._read_seconds, self._next_slow = [0.0] * count, [0.0] * count
         out = []
         for index in range(count):
-            start = time.perf_counter()
-            snapshot = self.source.read_gpu(index, slow=True)
-            self._read_seconds[index] += time.perf_counter() - start
+            start = self._clock()
+            slow = start >= self._next_slow[index]
+            snapshot = self.source.read_gpu(index, slow=slow)
+            if slow:
+                self._next_slow[index] = start + self._slow_interval
+            self._read_seconds[index] += self._clock() - start
             out.append(GpuReading(snapshot, 0.0, False, self._read_seconds[index]))
         if self.xid is not None:
             self.xid.ensure_started()

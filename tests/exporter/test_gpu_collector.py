@@ -505,3 +505,22 @@ def _try_collect(collector: GpuCollector) -> bool:
     except SourceError:
         return False
     return True
+
+
+def test_read_at_each_scrape_still_leaves_the_costly_values_to_the_slow_interval(fake: FakeNvml) -> None:
+    collector = build_gpu_collector(fake, xid_timeout_ms=20, sampling=SamplingSettings(0.0, 3600.0, 1.0))
+    try:
+        first = _scrape(collector)
+        calls = fake.calls.copy()
+        fake.step(15.0)
+        second = _scrape(collector)
+    finally:
+        collector.close()
+    made = fake.calls - calls
+    assert made["nvmlDeviceGetSamples"] == 2 * GPUS  # read now, at the scrape
+    assert made["nvmlDeviceGetViolationStatus"] == made["nvmlDeviceGetPcieThroughput"] == 0
+    energy = "ibpool_gpu_energy_joules_total"
+    assert _by_gpu(second, energy) == _by_gpu(first, energy)  # the last slow read's
+    assert _by_gpu(second, "ibpool_gpu_power_watts")["4"] == pytest.approx(
+        fake.gpu(4).power_watts(), abs=0.001
+    )
