@@ -62,15 +62,15 @@ _LABELLED: tuple[tuple[MetricSpec, str, str], ...] = (
 
 
 class _Families:
-    """The families of one scrape, by spec."""
+    """The families of one scrape, by metric name (a string's hash is cached; a spec's is not)."""
 
     def __init__(self) -> None:
-        self.by_spec: dict[MetricSpec, MetricFamily] = {}
+        self.by_name: dict[str, MetricFamily] = {}
 
     def __getitem__(self, spec: MetricSpec) -> MetricFamily:
-        family = self.by_spec.get(spec)
+        family = self.by_name.get(spec.name)
         if family is None:
-            family = self.by_spec[spec] = MetricFamily(spec)
+            family = self.by_name[spec.name] = MetricFamily(spec)
         return family
 
 
@@ -104,7 +104,7 @@ def gpu_families(
             f[catalog.GPU_XID_ERRORS].add((str(index), uuids[index], str(code)), count)
     for (call, error), count in sorted(nvml_errors.items()):
         f[catalog.NVML_ERRORS].add((call, error), count)
-    return [family for family in f.by_spec.values() if family.samples]
+    return [family for family in f.by_name.values() if family.samples]
 
 
 def _add_values(f: _Families, snap: GpuSnapshot, labels: tuple[str, str], averages: WindowAverages) -> None:
@@ -123,16 +123,21 @@ def _add_values(f: _Families, snap: GpuSnapshot, labels: tuple[str, str], averag
         value = getattr(snap, attr)
         if value is not None:
             f[spec].add((gpu, uuid, label), value)
+    family = f[catalog.GPU_THROTTLE_ACTIVE]
     for reason, active in snap.throttle_reasons:
-        f[catalog.GPU_THROTTLE_ACTIVE].add((gpu, uuid, reason), 1 if active else 0)
+        family.add((gpu, uuid, reason), 1 if active else 0)
+    family = f[catalog.GPU_CLOCK_EVENT_VIOLATION]
     for reason, seconds in snap.clock_event_violation_seconds:
-        f[catalog.GPU_CLOCK_EVENT_VIOLATION].add((gpu, uuid, reason), seconds)
+        family.add((gpu, uuid, reason), seconds)
+    family = f[catalog.GPU_NVLINK_TX]
     for link, value in snap.nvlink_transmitted_bytes:
-        f[catalog.GPU_NVLINK_TX].add((gpu, uuid, str(link)), value)
+        family.add((gpu, uuid, str(link)), value)
+    family = f[catalog.GPU_NVLINK_RX]
     for link, value in snap.nvlink_received_bytes:
-        f[catalog.GPU_NVLINK_RX].add((gpu, uuid, str(link)), value)
+        family.add((gpu, uuid, str(link)), value)
+    family = f[catalog.GPU_NVLINK_ERRORS]
     for link, kind, count in snap.nvlink_errors:
-        f[catalog.GPU_NVLINK_ERRORS].add((gpu, uuid, str(link), kind), count)
+        family.add((gpu, uuid, str(link), kind), count)
     if snap.mig_enabled is not None:
         f[catalog.GPU_MIG_ENABLED].add(labels, 1 if snap.mig_enabled else 0)
     for mig in snap.mig_instances:
