@@ -217,6 +217,9 @@ class GpuSampler:
         settings = self.settings
         next_slow = 0.0
         failure_logged = False
+        # After the first read, the GPUs' reads are spread over the interval instead of all at once: the
+        # Python side of eight reads at the same moment would hold up a scrape that lands then.
+        stagger = settings.interval_seconds * index / max(1, len(self._slots))
         while not self._stop.is_set():
             start = self._clock()
             slow = start >= next_slow
@@ -238,8 +241,9 @@ class GpuSampler:
                     slot.snapshot, slot.finished_at = snapshot, end
                 self._cond.notify_all()
             if slow and snapshot is not None:
-                next_slow = start + settings.slow_interval_seconds
-            self._stop.wait(max(0.0, start + settings.interval_seconds - self._clock()))
+                next_slow = start + settings.slow_interval_seconds + stagger
+            self._stop.wait(max(0.0, start + settings.interval_seconds + stagger - self._clock()))
+            stagger = 0.0
 
     # --- serving ---------------------------------------------------------------------------------
 
