@@ -217,8 +217,9 @@ class GpuSampler:
         settings = self.settings
         next_slow = 0.0
         failure_logged = False
-        # After the first read, the GPUs' reads are spread over the interval instead of all at once: the
-        # Python side of eight reads at the same moment would hold up a scrape that lands then.
+        # After the first read, the GPUs' reads are spread over the interval instead of all at once (the
+        # Python side of eight reads at the same moment would hold up a scrape that lands then): GPU i's
+        # second read comes i/n of an interval after its first, never later than a whole interval.
         stagger = settings.interval_seconds * index / max(1, len(self._slots))
         while not self._stop.is_set():
             start = self._clock()
@@ -242,7 +243,8 @@ class GpuSampler:
                 self._cond.notify_all()
             if slow and snapshot is not None:
                 next_slow = start + settings.slow_interval_seconds + stagger
-            self._stop.wait(max(0.0, start + settings.interval_seconds + stagger - self._clock()))
+            gap = stagger if stagger > 0 else settings.interval_seconds
+            self._stop.wait(max(0.0, start + gap - self._clock()))
             stagger = 0.0
 
     # --- serving ---------------------------------------------------------------------------------
