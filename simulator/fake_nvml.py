@@ -66,6 +66,14 @@ _SUCCESS = pynvml.NVML_SUCCESS
 _UINT = pynvml.NVML_VALUE_TYPE_UNSIGNED_INT
 _ULL = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
 _VALUE_ATTR = {_UINT: "uiVal", _ULL: "ullVal", pynvml.NVML_VALUE_TYPE_DOUBLE: "dVal"}
+
+
+class _PlainFieldValue(ctypes.Structure):
+    """c_nvmlFieldValue_t's layout without pynvml's Python-level __setattr__."""
+
+    _fields_ = pynvml.c_nvmlFieldValue_t._fields_
+
+
 _NVLINK_ERROR_FIELDS = frozenset(
     {
         pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_CRC,
@@ -1111,7 +1119,10 @@ class FakeNvml:
             values = (pynvml.c_nvmlFieldValue_t * len(field_ids))()
             stamp = EPOCH_US + gpu.updated_us
             readers = self._field_readers(gpu)
-            for value, requested in zip(values, field_ids, strict=True):
+            # filled through a plain twin of the struct over the same memory: pynvml's own __setattr__
+            # (a Python method) made this call the fake's most expensive one
+            plain = (_PlainFieldValue * len(field_ids)).from_buffer(values)
+            for value, requested in zip(plain, field_ids, strict=True):
                 field_id, scope = requested if isinstance(requested, tuple) else (requested, 0)
                 value.fieldId = field_id
                 value.scopeId = scope
