@@ -13,7 +13,8 @@ Rules:
 - Every reading says how old its snapshot is and how long the GPU's reads have taken in all.
 - NVML is opened, and the XID watcher started, on a background thread, retried while they fail; a scrape
   before NVML opened raises SourceError with the reason (the collector fails, the exporter lives).
-- The first scrape waits up to `deadline_seconds` for the first reads; later ones never wait.
+- The first scrape waits up to half of `deadline_seconds` for the first reads (the registry gives the
+  collector the whole deadline); later ones never wait.
 - `close()` stops the threads; NVML is shut down only when no read is stuck in the driver.
 """
 
@@ -250,9 +251,9 @@ class GpuSampler:
     # --- serving ---------------------------------------------------------------------------------
 
     def readings(self) -> list[GpuReading]:
-        """Each GPU's latest snapshot; waits only at the first scrape (up to the deadline)."""
+        """Each GPU's latest snapshot; waits only at the first scrape (up to half the deadline)."""
         self.start()
-        deadline = self._clock() + self.settings.deadline_seconds
+        deadline = self._clock() + self.settings.deadline_seconds / 2  # within the registry's deadline
         with self._cond:
             if not self._first_round_served:
                 self._wait_first_round(deadline)
