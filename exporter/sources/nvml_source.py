@@ -9,10 +9,10 @@ link), two `nvmlDeviceGetSamples`, memory (v2 where the driver has it), temperat
 clock-event reasons, PCIe generation and width, GPM, and MIG devices' memory and activity. A slow read adds
 the expensive, slow-moving values to the same batch (energy 3.4 ms and PCIe replays 0.5 ms on an H200, ECC,
 remapped rows or retired pages, NVLink CRC/replay/recovery errors per link) plus clock-event violation time
-(six calls, ~0.8 ms each), PCIe throughput (21 ms: the driver samples the link) and the MIG device list;
+(six calls, ~0.8 ms each), PCIe throughput (21 ms: the driver samples the link), the MIG mode and devices;
 fast reads repeat the last slow values. `read()` reads every GPU, slow, one after the other. Static facts are
-read once per GPU (again after it was lost); so are capabilities (remapping or page retirement, MIG,
-violation policies and PCIe throughput the driver supports, memory v2).
+read once per GPU (again after it was lost); so are capabilities (remapping or page retirement, whether
+the GPU has MIG, violation policies and PCIe throughput the driver supports, memory v2).
 
 Rules:
 - A value whose call or field returns NOT_SUPPORTED is omitted (None), never reported as 0, and is not
@@ -285,6 +285,7 @@ class _GpuState:
     memory_version: int = 2
     gpm: GpmPair | None = None
     mig: MigDevices | None = None
+    mig_supported: bool = True
     mig_enabled: bool | None = None
     slow: dict[str, Any] = field(default_factory=dict)  # the last slow read's values
     utilization: _SampleWindow = field(default_factory=_SampleWindow)
@@ -440,15 +441,27 @@ class NvmlSource:
         state.violations = VIOLATION_POLICIES if hasattr(nvml, "nvmlDeviceGetViolationStatus") else ()
         state.pcie_throughput = hasattr(nvml, "nvmlDeviceGetPcieThroughput")
         state.gpm = self._open_gpm(state)
-        state.mig_enabled = self._read_mig_mode(state)
-        if state.mig_enabled:
+        state.mig_supported = hasattr(nvml, "nvmlDeviceGetMigMode")
+        state.refresh_static = False
+
+    def _follow_mig_mode(self, state: _GpuState) -> None:
+        """Read the MIG mode (slow reads: it changes with a GPU reset) and keep the MIG devices in step."""
+        i = state.index
+        mode = self._try_supported(i, "nvmlDeviceGetMigMode", self._nvml.nvmlDeviceGetMigMode, state.handle)
+        if mode is _UNSUPPORTED:
+            state.mig_supported = False
+        enabled = None if mode is None or mode is _UNSUPPORTED else bool(mode[0])
+        if enabled and state.mig is None:
             state.mig = MigDevices(
-                nvml,
+                self._nvml,
                 lambda call, fn, *args: self._try(i, call, fn, *args),
                 lambda key, code: self._field_failed(i, key, code, call="nvmlGpmMetricsGet"),
                 gpm=state.gpm is not None,
             )
-        state.refresh_static = False
+        elif not enabled and state.mig is not None:
+            state.mig.close()
+            state.mig = None
+        state.mig_enabled = enabled
 
     def _nvlink_count(self, state: _GpuState) -> int:
         nvml = self._nvml
@@ -505,13 +518,6 @@ class NvmlSource:
         if mask is None:
             return THROTTLE_REASONS
         return tuple((name, bit) for name, bit in THROTTLE_REASONS if mask & bit)
-
-    def _read_mig_mode(self, state: _GpuState) -> bool | None:
-        nvml = self._nvml
-        if not hasattr(nvml, "nvmlDeviceGetMigMode"):
-            return None
-        mode = self._try(state.index, "nvmlDeviceGetMigMode", nvml.nvmlDeviceGetMigMode, state.handle)
-        return None if mode is None else bool(mode[0])
 
     def _open_gpm(self, state: _GpuState) -> GpmPair | None:
         if not self._has_gpm:
@@ -606,6 +612,8 @@ class NvmlSource:
                     break
                 if kib is not None:
                     slow[key] = float(kib * _KIB)
+        if state.mig_supported:
+            self._follow_mig_mode(state)
         if state.mig is not None:
             state.mig.refresh(handle)
         return slow

@@ -521,3 +521,15 @@ def test_running_totals_and_epochs(fake: FakeNvml, source: NvmlSource) -> None:
     back = source.read()[1]
     assert lost.epoch == back.epoch == first.epoch + 1
     assert back.utilization_total is not None and back.utilization_total[1] < second.utilization_total[1]
+
+
+def test_mig_mode_is_followed_on_slow_reads(fake: FakeNvml, source: NvmlSource) -> None:
+    assert source.read_gpu(1).mig_enabled is False
+    fake.enable_mig(1, ("7g.141gb",))
+    assert source.read_gpu(1, slow=False).mig_instances == ()  # fast reads do not look
+    snap = source.read_gpu(1, slow=True)
+    assert snap.mig_enabled is True and [m.profile for m in snap.mig_instances] == ["7g.141gb"]
+    fake.disable_mig(1)
+    snap = source.read_gpu(1, slow=True)
+    assert snap.mig_enabled is False and snap.mig_instances == ()
+    assert source.errors.snapshot() == {}
