@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from foundation import ib_counters
 from foundation.exposition import MetricSpec
+from foundation.process_metrics import PROCESS_METRICS
 from foundation.registry import BUILD_INFO, COLLECTOR_DURATION, COLLECTOR_SUCCESS
 
-# The self metrics every ibpool exporter serves are defined with the registry; listed here with the rest.
-SELF_METRICS = (COLLECTOR_SUCCESS, COLLECTOR_DURATION, BUILD_INFO)
+# The self metrics every ibpool exporter serves are defined with the registry and the metrics route
+# (process CPU, memory, fds, start time, scrape duration); listed here with the rest.
+SELF_METRICS = (COLLECTOR_SUCCESS, COLLECTOR_DURATION, BUILD_INFO, *PROCESS_METRICS)
+PROCESS_SELF_METRICS = {spec.name: spec for spec in PROCESS_METRICS}
 
 PREFIX = "ibpool_"
 
@@ -23,7 +26,30 @@ GPU_INFO = MetricSpec(
     "Static facts about a GPU; value is always 1.",
     ("gpu", "uuid", "name", "pci_bus_id", "driver_version", "vbios_version"),
 )
-GPU_UP = MetricSpec("ibpool_gpu_up", "gauge", "1 if the GPU answered NVML this scrape, 0 if it is lost.", _G)
+GPU_UP = MetricSpec(
+    "ibpool_gpu_up",
+    "gauge",
+    "1 if the GPU answered NVML at its latest read, 0 if it is lost or its read is stuck (stale).",
+    _G,
+)
+GPU_SAMPLE_AGE = MetricSpec(
+    "ibpool_gpu_sample_age_seconds",
+    "gauge",
+    "Seconds since the GPU's latest NVML read finished (the values served are that old).",
+    _G,
+)
+GPU_SAMPLE_STALE = MetricSpec(
+    "ibpool_gpu_sample_stale",
+    "gauge",
+    "1 while the GPU's NVML read is stuck beyond --gpu.deadline-seconds; its values are then left out.",
+    _G,
+)
+GPU_NVML_READ_SECONDS = MetricSpec(
+    "ibpool_gpu_nvml_read_seconds_total",
+    "counter",
+    "Time spent reading the GPU through NVML (the driver's cost of watching it).",
+    _G,
+)
 GPU_UTILIZATION = MetricSpec(
     "ibpool_gpu_utilization_ratio",
     "gauge",
@@ -48,8 +74,27 @@ GPU_TENSOR_ACTIVE = MetricSpec(
     "Fraction of cycles a tensor pipe was active (GPM, Hopper+).",
     _G,
 )
-GPU_MEMORY_USED = MetricSpec("ibpool_gpu_memory_used_bytes", "gauge", "Device memory in use.", _G)
+GPU_MEMORY_USED = MetricSpec(
+    "ibpool_gpu_memory_used_bytes",
+    "gauge",
+    "Device memory in use; excludes the driver's reserve where ibpool_gpu_memory_info_version is 2 "
+    "(as nvidia-smi shows it).",
+    _G,
+)
 GPU_MEMORY_TOTAL = MetricSpec("ibpool_gpu_memory_total_bytes", "gauge", "Device memory installed.", _G)
+GPU_MEMORY_RESERVED = MetricSpec(
+    "ibpool_gpu_memory_reserved_bytes",
+    "gauge",
+    "Device memory the driver reserves for itself (nvmlDeviceGetMemoryInfo_v2).",
+    _G,
+)
+GPU_MEMORY_INFO_VERSION = MetricSpec(
+    "ibpool_gpu_memory_info_version",
+    "gauge",
+    "Which nvmlDeviceGetMemoryInfo the memory figures come from: 2 (used excludes the reserve) "
+    "or 1 (used includes it).",
+    _G,
+)
 GPU_POWER = MetricSpec("ibpool_gpu_power_watts", "gauge", "Power drawn by the board.", _G)
 GPU_POWER_LIMIT = MetricSpec("ibpool_gpu_power_limit_watts", "gauge", "Enforced power limit.", _G)
 GPU_ENERGY = MetricSpec(
@@ -66,6 +111,13 @@ GPU_MEMORY_TEMPERATURE = MetricSpec(
     _G,
 )
 GPU_SM_CLOCK = MetricSpec("ibpool_gpu_sm_clock_hertz", "gauge", "Current SM clock.", _G)
+GPU_MEMORY_CLOCK = MetricSpec("ibpool_gpu_memory_clock_hertz", "gauge", "Current memory clock.", _G)
+GPU_CLOCK_EVENT_VIOLATION = MetricSpec(
+    "ibpool_gpu_clock_event_violation_seconds_total",
+    "counter",
+    "Time clocks were held below their target, by reason (nvmlDeviceGetViolationStatus).",
+    ("gpu", "uuid", "reason"),
+)
 GPU_THROTTLE_ACTIVE = MetricSpec(
     "ibpool_gpu_throttle_active",
     "gauge",
@@ -87,6 +139,12 @@ GPU_PCIE_REPLAY_ERRORS = MetricSpec(
     "PCIe replay events.",
     _G,
 )
+GPU_PCIE_THROUGHPUT = MetricSpec(
+    "ibpool_gpu_pcie_throughput_bytes_per_second",
+    "gauge",
+    "PCIe throughput over the driver's ~20 ms sample at the latest slow read, by direction.",
+    ("gpu", "uuid", "direction"),
+)
 GPU_NVLINK_TX = MetricSpec(
     "ibpool_gpu_nvlink_data_transmitted_bytes_total",
     "counter",
@@ -99,6 +157,12 @@ GPU_NVLINK_RX = MetricSpec(
     "NVLink data bytes received.",
     ("gpu", "uuid", "link"),
 )
+GPU_NVLINK_ERRORS = MetricSpec(
+    "ibpool_gpu_nvlink_errors_total",
+    "counter",
+    "NVLink data-link errors per link, by type (crc, replay, recovery).",
+    ("gpu", "uuid", "link", "type"),
+)
 GPU_XID_ERRORS = MetricSpec(
     "ibpool_gpu_xid_errors_total",
     "counter",
@@ -110,6 +174,56 @@ GPU_ECC_ERRORS = MetricSpec(
     "counter",
     "ECC errors (volatile, since the driver was loaded).",
     ("gpu", "uuid", "type"),
+)
+GPU_REMAPPED_ROWS = MetricSpec(
+    "ibpool_gpu_remapped_rows_total",
+    "counter",
+    "Memory rows remapped after ECC errors, by type (correctable, uncorrectable); kept across reboots.",
+    ("gpu", "uuid", "type"),
+)
+GPU_ROW_REMAP_PENDING = MetricSpec(
+    "ibpool_gpu_row_remap_pending",
+    "gauge",
+    "1 while a row remap waits for a GPU reset to take effect.",
+    _G,
+)
+GPU_ROW_REMAP_FAILURE = MetricSpec(
+    "ibpool_gpu_row_remap_failure",
+    "gauge",
+    "1 if a row remap failed (no spare row left): the GPU needs service.",
+    _G,
+)
+GPU_RETIRED_PAGES = MetricSpec(
+    "ibpool_gpu_retired_pages_total",
+    "counter",
+    "Memory pages retired after ECC errors, by cause (GPUs without row remapping).",
+    ("gpu", "uuid", "cause"),
+)
+GPU_RETIRED_PAGES_PENDING = MetricSpec(
+    "ibpool_gpu_retired_pages_pending",
+    "gauge",
+    "1 while a page retirement waits for a GPU reset or driver reload.",
+    _G,
+)
+GPU_MIG_ENABLED = MetricSpec("ibpool_gpu_mig_enabled", "gauge", "1 if the GPU is in MIG mode.", _G)
+_MIG = ("gpu", "uuid", "gpu_instance", "compute_instance")
+GPU_MIG_INFO = MetricSpec(
+    "ibpool_gpu_mig_instance_info",
+    "info",
+    "A MIG device of the GPU; value is always 1.",
+    (*_MIG, "mig_uuid", "profile"),
+)
+GPU_MIG_UTILIZATION = MetricSpec(
+    "ibpool_gpu_mig_utilization_ratio",
+    "gauge",
+    "Graphics engine activity of the MIG device's GPU instance, averaged since the previous scrape (GPM).",
+    _MIG,
+)
+GPU_MIG_MEMORY_USED = MetricSpec(
+    "ibpool_gpu_mig_memory_used_bytes", "gauge", "Device memory the MIG device uses.", _MIG
+)
+GPU_MIG_MEMORY_TOTAL = MetricSpec(
+    "ibpool_gpu_mig_memory_total_bytes", "gauge", "Device memory of the MIG device.", _MIG
 )
 GPU_JOB_INFO = MetricSpec(
     "ibpool_gpu_job_info",

@@ -9,7 +9,8 @@ web:
   config_file: web.yml          # TLS and basic auth (exporter-toolkit format)
   telemetry_path: /metrics
 collectors:
-  gpu: {enabled: true, deadline_seconds: 2.0}
+  gpu: {enabled: true, deadline_seconds: 2.0,
+        sample_interval_seconds: 1.0, slow_sample_interval_seconds: 10.0}
   infiniband: {enabled: true, sysfs_root: /sys, mirror: true}   # mirror: false beside node_exporter
   verbs: {enabled: true}
   jobs: {enabled: true, directory: /run/ibpool/jobs}
@@ -42,6 +43,8 @@ class ExporterConfig:
     telemetry_path: str = "/metrics"
     gpu: bool = True
     gpu_deadline_seconds: float = 2.0
+    gpu_sample_interval_seconds: float = 1.0
+    gpu_slow_sample_interval_seconds: float = 10.0
     infiniband: bool = True
     sysfs_root: Path = Path("/sys")
     infiniband_mirror: bool = True
@@ -57,7 +60,13 @@ class ExporterConfig:
 OPTIONS: tuple[Option, ...] = (
     Option("--collector.gpu", "collectors.gpu.enabled", "gpu", bool, "NVML GPU metrics"),
     Option("--gpu.deadline-seconds", "collectors.gpu.deadline_seconds", "gpu_deadline_seconds", float,
-           "NVML deadline per scrape"),
+           "a GPU whose NVML read takes longer is stale (up 0); also the gpu collector's scrape deadline"),
+    Option("--gpu.sample-interval-seconds", "collectors.gpu.sample_interval_seconds",
+           "gpu_sample_interval_seconds", float,
+           "read each GPU in the background this often, serve the latest snapshot (0: at each scrape)"),
+    Option("--gpu.slow-sample-interval-seconds", "collectors.gpu.slow_sample_interval_seconds",
+           "gpu_slow_sample_interval_seconds", float,
+           "how often to read the costly, slow-moving values (energy, ECC, remapped rows, violations, PCIe)"),
     Option("--collector.infiniband", "collectors.infiniband.enabled", "infiniband", bool,
            "InfiniBand port metrics from sysfs"),
     Option("--sysfs-root", "collectors.infiniband.sysfs_root", "sysfs_root", Path, "sysfs mount point (/sys)",
@@ -79,6 +88,10 @@ def validate(cfg: ExporterConfig, bad: Bad) -> None:
     """The node exporter's own checks (the web ones are shared)."""
     if cfg.gpu_deadline_seconds <= 0:
         bad("gpu_deadline_seconds", "must be > 0")
+    if cfg.gpu_sample_interval_seconds < 0:
+        bad("gpu_sample_interval_seconds", "must be >= 0 (0 reads the GPUs at each scrape)")
+    if cfg.gpu_slow_sample_interval_seconds < cfg.gpu_sample_interval_seconds:
+        bad("gpu_slow_sample_interval_seconds", "must be >= gpu_sample_interval_seconds")
     if cfg.health_max_age_seconds <= 0:
         bad("health_max_age_seconds", "must be > 0")
     if cfg.infiniband and not cfg.sysfs_root.is_dir():

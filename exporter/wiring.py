@@ -14,6 +14,7 @@ from exporter.collectors.gpu import GpuCollector, build_gpu_collector
 from exporter.collectors.infiniband import InfinibandCollector
 from exporter.collectors.jobs import JobsCollector
 from exporter.config import ExporterConfig
+from exporter.sources.gpu_sampler import SamplingSettings
 from exporter.sources.ib_sysfs import InfinibandSysfsSource
 from exporter.sources.job_map import JobMapSource
 from exporter.sources.verbs import VerbsMtuSource
@@ -69,26 +70,40 @@ def build_node(cfg: ExporterConfig, hardware: Hardware) -> Node:
     """Collectors for `hardware` as `cfg` enables them."""
     node = Node(routes=list(hardware.routes), closers=list(hardware.closers))
     node.collectors, node.deadlines, gpu = _collectors(cfg, hardware)
-    if gpu is not None and gpu.xid is not None:
-        node.health_checks.append(gpu.xid.health_problem)
+    if gpu is not None:
+        node.health_checks.append(gpu.health_problem)
+        if gpu.xid is not None:
+            node.health_checks.append(gpu.xid.health_problem)
 
     def fresh() -> tuple[list[Collector], dict[str, float]]:
-        collectors, deadlines, _ = _collectors(cfg, hardware)
+        collectors, deadlines, _ = _collectors(cfg, hardware, gpu)
         return collectors, deadlines
 
     node.fresh_collectors = fresh
     return node
 
 
+def gpu_sampling(cfg: ExporterConfig) -> SamplingSettings:
+    """The GPU sampling `cfg` asks for (an interval of 0: read at each scrape)."""
+    return SamplingSettings(
+        cfg.gpu_sample_interval_seconds, cfg.gpu_slow_sample_interval_seconds, cfg.gpu_deadline_seconds
+    )
+
+
 def _collectors(
-    cfg: ExporterConfig, hardware: Hardware
+    cfg: ExporterConfig, hardware: Hardware, sampled_gpu: GpuCollector | None = None
 ) -> tuple[list[Collector], dict[str, float], GpuCollector | None]:
-    """New collector instances for `cfg` (their state, e.g. NVML sample windows, is their own)."""
+    """New collector instances for `cfg` (their averaging windows are their own). A GPU collector that
+    samples in the background is shared (`sampled_gpu`): one sampler per process, one read per GPU."""
     collectors: list[Collector] = []
     deadlines: dict[str, float] = {}
     gpu: GpuCollector | None = None
     if cfg.gpu:
-        gpu = build_gpu_collector(hardware.nvml)
+        sampling = gpu_sampling(cfg)
+        if sampled_gpu is not None and sampling.interval_seconds > 0:
+            gpu = sampled_gpu.sharing()
+        else:
+            gpu = build_gpu_collector(hardware.nvml, sampling=sampling)
         collectors.append(gpu)
         deadlines[gpu.name] = cfg.gpu_deadline_seconds
     if cfg.infiniband:

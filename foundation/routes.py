@@ -1,10 +1,17 @@
-"""Wires a registry and a health check to HTTP routes."""
+"""Wires a registry and a health check to HTTP routes.
+
+The metrics route adds the process's own metrics (foundation/process_metrics.py) to every exporter's, and
+times each answer (collect and render) for `ibpool_exporter_scrape_duration_seconds_total`.
+"""
 
 from __future__ import annotations
+
+import time
 
 from foundation.exposition import CONTENT_TYPE, render
 from foundation.health import HealthCheck
 from foundation.http_server import MetricsHTTPServer, Request, Response
+from foundation.process_metrics import ProcessCollector, ScrapeStats
 from foundation.registry import Registry
 
 _LANDING = """<!doctype html><html><head><title>ibpool exporter</title></head><body>
@@ -16,13 +23,21 @@ _LANDING = """<!doctype html><html><head><title>ibpool exporter</title></head><b
 def install_routes(
     server: MetricsHTTPServer, registry: Registry, health: HealthCheck, telemetry_path: str = "/metrics"
 ) -> None:
-    """Serve metrics at `telemetry_path`, health at /healthz and a landing page at /.
+    """Serve metrics at `telemetry_path` (with the process's own), health at /healthz and a landing page.
 
     Also starts a first collection in the background, so that /healthz soon has one to judge.
     """
+    process = ProcessCollector()
+    scrapes = ScrapeStats()
 
     def metrics(_: Request) -> Response:
-        return Response(200, render(registry.collect()).encode(), CONTENT_TYPE)
+        start = time.perf_counter()
+        families = registry.collect()
+        families.extend(process.collect())
+        families.extend(scrapes.families())
+        body = render(families).encode()
+        scrapes.observe(time.perf_counter() - start)
+        return Response(200, body, CONTENT_TYPE)
 
     def healthz(_: Request) -> Response:
         report = health.check()

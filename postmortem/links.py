@@ -55,6 +55,8 @@ PANELS: dict[str, tuple[Panel, Panel]] = {
     "GpuXidError": _both(NODE, "XID errors"),
     "GpuFellOffBus": _both(NODE, "GPU up"),
     "GpuEccUncorrectable": _both(NODE, "ECC errors"),
+    "GpuRowRemapFailure": _both(NODE, "Row remap pending or failed"),
+    "GpuRowRemapUncorrectable": _both(NODE, "Remapped rows"),
     "GpuThermalThrottling": _both(NODE, "Throttle reasons active"),
     "GpuPoolImbalanced": (
         (POOL, "Capacity, allocated and pending GPUs"),

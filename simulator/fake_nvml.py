@@ -17,13 +17,20 @@ Driving it (the simulation side):
     nvml.set_call_error("nvmlDeviceGetClockInfo", nvml.NVML_ERROR_UNKNOWN, gpu=0)  # None clears
     nvml.set_capabilities(2, gpm=False, events=False); nvml.fail_init()  # no driver
     nvml.hang("nvmlDeviceGetFieldValues")              # next such call blocks until release_hangs()
+    nvml.stall_gpu(3, seconds=10.0)                    # every call on GPU 3 blocks for 10 s (real time)
+    nvml.inject_row_remap(0, uncorrectable=1); nvml.inject_nvlink_errors(0, link=2, crc=5)
+    nvml.enable_mig(4, ("3g.71gb", "2g.35gb")); nvml.set_mig_load(4, 0, utilization=0.7)
+    FakeNvml(costs=H200_COSTS)                          # each call takes as long as on a real H200
 
 With `clock=time.monotonic` (or any callable) the state follows that clock instead, and `step` is not used.
 Load is piecewise constant: each change first brings the state up to "now" with the old load; a GPU's state
 is brought up to date when it is called. Power follows load, temperature follows power (20 s time
 constant), energy integrates power, utilization samples are taken every 1/6 s (20 s kept), GPM metrics are
-activity over the time between two samples. Hangs and event waits use real time (they block threads).
-Calls are counted by name in `calls`.
+activity over the time between two samples. Hangs, stalls, call costs and event waits use real time (they
+block threads). Calls are counted by name in `calls`. Memory follows nvidia-smi's accounting: v2 `used`
+excludes the driver's reserve, v1 `used` includes it (as measured on an H200, docs/nvml-h200.md). Clock-event
+violation time accumulates while power-capped, thermally throttled or idle. In MIG mode the parent GPU has no
+utilization samples (nvidia-smi shows N/A); each MIG device has its own memory and GPM activity.
 """
 
 # ruff: noqa: N802  (method names are NVML's)
@@ -44,6 +51,8 @@ from typing import Any
 
 import pynvml
 
+from simulator.nvml_costs import CallCosts, CostMeter
+
 _MIB = 1 << 20
 EPOCH_US = 1_700_000_000_000_000  # NVML sample timestamps are CPU time in microseconds
 SAMPLE_PERIOD_US = 166_667  # NVML samples utilization about every 1/6 s
@@ -57,6 +66,21 @@ _SUCCESS = pynvml.NVML_SUCCESS
 _UINT = pynvml.NVML_VALUE_TYPE_UNSIGNED_INT
 _ULL = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
 _VALUE_ATTR = {_UINT: "uiVal", _ULL: "ullVal", pynvml.NVML_VALUE_TYPE_DOUBLE: "dVal"}
+
+
+class _PlainFieldValue(ctypes.Structure):
+    """c_nvmlFieldValue_t's layout without pynvml's Python-level __setattr__."""
+
+    _fields_ = pynvml.c_nvmlFieldValue_t._fields_
+
+
+_NVLINK_ERROR_FIELDS = frozenset(
+    {
+        pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_CRC,
+        pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY,
+        pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY,
+    }
+)
 
 
 class ManualClock:
@@ -93,6 +117,9 @@ class GpuModel:
     pci_device_id: int
     vbios_version: str
     gpm_supported: bool = True
+    memory_reserved_bytes: int = 644_939_776  # measured on an idle H200 (v1 used - v2 used)
+    row_remapping: bool = True  # Ampere and newer remap rows; older GPUs retire pages
+    mig_profiles: tuple[str, ...] = ()  # GPU instance profiles, e.g. "1g.18gb"
 
 
 H100_SXM = GpuModel(
@@ -109,6 +136,7 @@ H100_SXM = GpuModel(
     16,
     0x233010DE,
     "96.00.99.00.01",
+    mig_profiles=("1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
 )
 H200_SXM = GpuModel(
     "NVIDIA H200",
@@ -124,7 +152,62 @@ H200_SXM = GpuModel(
     16,
     0x233510DE,
     "96.00.A5.00.01",
+    mig_profiles=("1g.18gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"),
 )
+V100_SXM2 = GpuModel(
+    "Tesla V100-SXM2-32GB",
+    32768 * _MIB,
+    300.0,
+    40.0,
+    6,
+    25e9,
+    1530,
+    135,
+    877,
+    3,
+    16,
+    0x1DB510DE,
+    "88.00.80.00.01",
+    gpm_supported=False,
+    row_remapping=False,
+)
+PCIE_TX_BYTES_PER_SECOND = 2e9  # host traffic of a busy GPU (data loading, checkpoints), at full load
+PCIE_RX_BYTES_PER_SECOND = 4e9
+MAX_MIG_DEVICES = 7
+# NVML perf policies whose violation time the fake accumulates; the others answer 0.
+VIOLATION_POLICIES = (
+    pynvml.NVML_PERF_POLICY_POWER,
+    pynvml.NVML_PERF_POLICY_THERMAL,
+    pynvml.NVML_PERF_POLICY_SYNC_BOOST,
+    pynvml.NVML_PERF_POLICY_BOARD_LIMIT,
+    pynvml.NVML_PERF_POLICY_LOW_UTILIZATION,
+    pynvml.NVML_PERF_POLICY_RELIABILITY,
+)
+
+
+def mig_memory_bytes(profile: str) -> int:
+    """Memory of a MIG profile named like "3g.71gb" (decimal gigabytes, as NVIDIA names them)."""
+    size = profile.split(".", 1)[1].removesuffix("gb")
+    return int(size) * 10**9
+
+
+@dataclass
+class FakeMigDevice:
+    """One MIG device (a GPU instance with one compute instance) of a GPU in MIG mode."""
+
+    gpu_instance: int
+    compute_instance: int
+    profile: str
+    uuid: str
+    memory_total_bytes: int
+    utilization: float = 0.0  # graphics engine activity
+    memory_used_bytes: int = 0
+    gpm_seconds: float = 0.0
+    gpm_graphics: float = 0.0
+    handle_struct: Any = None
+    handle: Any = None
+
+
 _BUS_NUMBERS = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
 
 
@@ -166,6 +249,17 @@ class FakeGpu:
     handle_struct: Any = None
     handle: Any = None
     updated_us: int = 0  # simulated time the state was last brought up to
+    memory_v2: bool = True  # the driver has nvmlDeviceGetMemoryInfo_v2
+    remapped_correctable: int = 0
+    remapped_uncorrectable: int = 0
+    remap_pending: bool = False
+    remap_failure: bool = False
+    retired_single_bit: int = 0
+    retired_double_bit: int = 0
+    retired_pending: bool = False
+    nvlink_errors: dict[tuple[int, int], int] = field(default_factory=dict)  # (link, field id) -> count
+    violation_ns: dict[int, float] = field(default_factory=dict)  # perf policy -> nanoseconds
+    mig: list[FakeMigDevice] | None = None  # None: MIG mode off
 
     @property
     def lost(self) -> bool:
@@ -232,7 +326,30 @@ class FakeGpu:
         self.gpm_tensor += self.tensor_active * dt
         self.gpm_graphics += self.utilization * dt
         self.gpm_dram += self.memory_bandwidth * dt
+        for policy, active in (
+            (pynvml.NVML_PERF_POLICY_POWER, watts >= 0.97 * self.model.power_limit_watts),
+            (pynvml.NVML_PERF_POLICY_THERMAL, self.thermal_throttle),
+            (pynvml.NVML_PERF_POLICY_LOW_UTILIZATION, self.utilization <= 0.0),
+        ):
+            if active:
+                self.violation_ns[policy] = self.violation_ns.get(policy, 0.0) + dt * 1e9
+        for device in self.mig or ():
+            device.gpm_seconds += dt
+            device.gpm_graphics += device.utilization * dt
         self._add_samples(t0_us, t1_us)
+
+    def memory_used_total(self) -> int:
+        """Memory in use by processes (v2 `used`): the GPU's own plus its MIG devices'."""
+        return self.memory_used_bytes + sum(d.memory_used_bytes for d in self.mig or ())
+
+    def pcie_kib_per_second(self, counter: int) -> int:
+        """PCIe throughput as nvmlDeviceGetPcieThroughput reports it (KiB/s), following load."""
+        peak = (
+            PCIE_TX_BYTES_PER_SECOND
+            if counter == pynvml.NVML_PCIE_UTIL_TX_BYTES
+            else PCIE_RX_BYTES_PER_SECOND
+        )
+        return round(peak * self.utilization / 1024)
 
     def _add_samples(self, t0_us: int, t1_us: int) -> None:
         first = t0_us // SAMPLE_PERIOD_US + 1
@@ -258,6 +375,7 @@ class _GpmSnapshot:
     """Cumulative activity-seconds at sample time, and the activity ratios at that instant."""
 
     gpu: int
+    instance: int | None  # GPU instance id of a MIG sample, None for the whole GPU
     seconds: float
     sm: float
     tensor: float
@@ -280,6 +398,8 @@ class FakeNvml:
         clock: Callable[[], float] | None = None,
         driver_version: str = "550.90.07",
         uuid_seed: str = "ibpool-fake-node",
+        *,
+        costs: CallCosts | None = None,
     ) -> None:
         self._clock: Callable[[], float] = clock if clock is not None else ManualClock()
         self.driver_version = driver_version
@@ -288,6 +408,9 @@ class FakeNvml:
         self._refcount = 0
         self._init_error: int | None = None
         self._hangs: dict[str, list[Any]] = {}  # name -> [remaining calls, seconds or None]
+        self._stalls: dict[int, float | None] = {}  # gpu index -> real-time end (None: until released)
+        self._meter = CostMeter(costs) if costs is not None else None
+        self._uuid_seed = uuid_seed
         self._release = threading.Event()
         self.blocked = 0  # calls now blocked by hang()
         self.calls: Counter[str] = Counter()  # every API call by name
@@ -295,6 +418,7 @@ class FakeNvml:
         self._gpm_samples: dict[int, list[Any]] = {}  # address -> [struct, _GpmSnapshot | None]
         self._gpus = [self._make_gpu(i, model, uuid_seed) for i in range(gpu_count)]
         self._by_handle = {ctypes.addressof(g.handle_struct): g for g in self._gpus}
+        self._mig_by_handle: dict[int, tuple[FakeGpu, FakeMigDevice]] = {}
         start = self._now_us()
         for g in self._gpus:
             g.updated_us = start
@@ -405,6 +529,118 @@ class FakeNvml:
         with self._lock:
             self._gpus[gpu].pcie_replays += max(0, count)
 
+    def inject_row_remap(
+        self,
+        gpu: int,
+        correctable: int = 0,
+        uncorrectable: int = 0,
+        pending: bool | None = None,
+        failure: bool | None = None,
+    ) -> None:
+        """Rows remapped after ECC errors; an uncorrectable one leaves a remap pending until a GPU reset."""
+        with self._lock:
+            g = self._gpus[gpu]
+            g.remapped_correctable += max(0, correctable)
+            g.remapped_uncorrectable += max(0, uncorrectable)
+            if uncorrectable > 0:
+                g.remap_pending = True
+            if pending is not None:
+                g.remap_pending = pending
+            if failure is not None:
+                g.remap_failure = failure
+
+    def inject_retired_pages(
+        self, gpu: int, single_bit: int = 0, double_bit: int = 0, pending: bool | None = None
+    ) -> None:
+        """Pages retired after ECC errors (GPUs without row remapping, e.g. V100)."""
+        with self._lock:
+            g = self._gpus[gpu]
+            g.retired_single_bit += max(0, single_bit)
+            g.retired_double_bit += max(0, double_bit)
+            if pending is not None:
+                g.retired_pending = pending
+
+    def inject_nvlink_errors(
+        self, gpu: int, link: int, *, crc: int = 0, replay: int = 0, recovery: int = 0
+    ) -> None:
+        """Add NVLink data-link errors on one link."""
+        with self._lock:
+            g = self._gpus[gpu]
+            if not 0 <= link < g.model.nvlink_links:
+                raise ValueError(f"GPU {gpu} has links 0..{g.model.nvlink_links - 1}")
+            for field_id, count in (
+                (pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_CRC, crc),
+                (pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY, replay),
+                (pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY, recovery),
+            ):
+                g.nvlink_errors[(link, field_id)] = g.nvlink_errors.get((link, field_id), 0) + max(0, count)
+
+    def enable_mig(self, gpu: int, profiles: tuple[str, ...]) -> None:
+        """Put GPU `gpu` in MIG mode with one GPU instance (and one compute instance) per profile."""
+        with self._lock:
+            self._advance()
+            g = self._gpus[gpu]
+            unknown = [p for p in profiles if p not in g.model.mig_profiles]
+            if unknown or not 0 < len(profiles) <= MAX_MIG_DEVICES:
+                raise ValueError(
+                    f"profiles must be 1..{MAX_MIG_DEVICES} of {g.model.mig_profiles}: {unknown}"
+                )
+            self.disable_mig(gpu)
+            g.mig = []
+            for n, profile in enumerate(profiles):
+                seed = f"{self._uuid_seed}/{gpu}/mig/{n}"
+                device = FakeMigDevice(
+                    gpu_instance=n + 1,
+                    compute_instance=0,
+                    profile=profile,
+                    uuid=f"MIG-{uuidlib.uuid5(uuidlib.NAMESPACE_URL, seed)}",
+                    memory_total_bytes=mig_memory_bytes(profile),
+                )
+                device.handle_struct = pynvml.struct_c_nvmlDevice_t()
+                device.handle = ctypes.pointer(device.handle_struct)
+                self._mig_by_handle[ctypes.addressof(device.handle_struct)] = (g, device)
+                g.mig.append(device)
+
+    def disable_mig(self, gpu: int) -> None:
+        """Leave MIG mode (its devices' handles become invalid)."""
+        with self._lock:
+            self._advance()
+            g = self._gpus[gpu]
+            for device in g.mig or ():
+                self._mig_by_handle.pop(ctypes.addressof(device.handle_struct), None)
+            g.mig = None
+
+    def set_mig_load(
+        self,
+        gpu: int,
+        instance: int,
+        *,
+        utilization: float | None = None,
+        memory_used_bytes: int | None = None,
+    ) -> None:
+        """Set what MIG device number `instance` (0-based, in enable_mig order) of GPU `gpu` is doing."""
+        with self._lock:
+            self._advance()
+            devices = self._gpus[gpu].mig
+            if devices is None:
+                raise ValueError(f"GPU {gpu} is not in MIG mode")
+            device = devices[instance]
+            if utilization is not None:
+                device.utilization = _clamp(utilization)
+            if memory_used_bytes is not None:
+                device.memory_used_bytes = max(0, min(memory_used_bytes, device.memory_total_bytes))
+
+    def set_costs(self, costs: CallCosts | None) -> None:
+        """From now on each call takes its cost in `costs` of real time (None: as fast as possible)."""
+        with self._lock:
+            self._meter = CostMeter(costs) if costs is not None else None
+
+    @property
+    def paid_seconds(self) -> float:
+        """Real seconds the calls have spent on their costs so far (0 without costs)."""
+        meter = self._meter
+        return meter.paid_seconds if meter is not None else 0.0
+
     def set_thermal_throttle(self, gpu: int, active: bool) -> None:
         """Hot GPU: thermal slowdown reasons active, lower clock and power, higher temperature."""
         with self._lock:
@@ -433,14 +669,18 @@ class FakeNvml:
                 else:
                     g.call_errors[call] = code
 
-    def set_capabilities(self, gpu: int, *, gpm: bool | None = None, events: bool | None = None) -> None:
-        """Turn GPM or event support of GPU `gpu` on or off."""
+    def set_capabilities(
+        self, gpu: int, *, gpm: bool | None = None, events: bool | None = None, memory_v2: bool | None = None
+    ) -> None:
+        """Turn GPM, event support or the driver's nvmlDeviceGetMemoryInfo_v2 of GPU `gpu` on or off."""
         with self._lock:
             g = self._gpus[gpu]
             if gpm is not None:
                 g.gpm_supported = gpm
             if events is not None:
                 g.events_supported = events
+            if memory_v2 is not None:
+                g.memory_v2 = memory_v2
 
     def fail_init(self, code: int | None = pynvml.NVML_ERROR_DRIVER_NOT_LOADED) -> None:
         """Make nvmlInit raise `code` (None: succeed again)."""
@@ -454,10 +694,20 @@ class FakeNvml:
             if self._release.is_set():
                 self._release = threading.Event()
 
+    def stall_gpu(self, gpu: int, seconds: float | None = None) -> None:
+        """Every call on GPU `gpu` blocks from now on, for `seconds` of real time or until release_hangs()."""
+        with self._lock:
+            if not 0 <= gpu < len(self._gpus):
+                raise IndexError(f"no GPU {gpu}")
+            self._stalls[gpu] = None if seconds is None else time.monotonic() + seconds
+            if self._release.is_set():
+                self._release = threading.Event()
+
     def release_hangs(self) -> None:
-        """Unblock every hung call and cancel pending hangs."""
+        """Unblock every hung or stalled call and cancel pending hangs and stalls."""
         with self._lock:
             self._hangs.clear()
+            self._stalls.clear()
             self._release.set()
 
     def wait_blocked(self, timeout: float = 5.0) -> bool:
@@ -523,9 +773,48 @@ class FakeNvml:
                 raise self._error(pynvml.NVML_ERROR_UNINITIALIZED)
             yield
 
+    def _stall_point(self, gpu: int) -> None:
+        with self._lock:
+            if gpu not in self._stalls:
+                return
+            until, gate = self._stalls[gpu], self._release
+            remaining = None if until is None else until - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                del self._stalls[gpu]
+                return
+            self.blocked += 1
+        try:
+            gate.wait(remaining)
+        finally:
+            with self._lock:
+                self.blocked -= 1
+
+    def _before_device_call(self, call: str, handle: Any, cost: float | None) -> None:
+        """Outside the lock: a stall of the handle's GPU, then the call's cost (real time)."""
+        address = self._address(handle)
+        gpu = self._by_handle.get(address)
+        if gpu is None:
+            mig = self._mig_by_handle.get(address)
+            gpu = mig[0] if mig is not None else None
+        if gpu is None:
+            return
+        self._stall_point(gpu.index)
+        meter = self._meter
+        if meter is not None:
+            meter.pay(gpu.index, meter.costs.call(call) if cost is None else cost)
+
+    @staticmethod
+    def _address(handle: Any) -> int:
+        try:
+            return ctypes.cast(handle, ctypes.c_void_p).value or 0
+        except ctypes.ArgumentError:
+            return 0
+
     @contextmanager
-    def _device(self, call: str, handle: Any) -> Iterator[FakeGpu]:
-        """Enter a device call: as _api, then the GPU behind `handle` (brought up to now), lost, errors."""
+    def _device(self, call: str, handle: Any, cost: float | None = None) -> Iterator[FakeGpu]:
+        """Enter a device call: stall and cost, as _api, the GPU behind `handle` (brought up to now), lost,
+        errors."""
+        self._before_device_call(call, handle, cost)
         with self._api(call):
             gpu = self._gpu_of(handle)
             if gpu.lost:
@@ -537,14 +826,29 @@ class FakeNvml:
             yield gpu
 
     def _gpu_of(self, handle: Any) -> FakeGpu:
-        try:
-            address = ctypes.cast(handle, ctypes.c_void_p).value
-        except ctypes.ArgumentError:
-            raise self._error(pynvml.NVML_ERROR_INVALID_ARGUMENT) from None
-        gpu = self._by_handle.get(address or 0)
+        gpu = self._by_handle.get(self._address(handle))
         if gpu is None:
             raise self._error(pynvml.NVML_ERROR_INVALID_ARGUMENT)
         return gpu
+
+    @contextmanager
+    def _any_device(self, call: str, handle: Any) -> Iterator[tuple[FakeGpu, FakeMigDevice | None]]:
+        """A call that takes a GPU's handle or a MIG device's: (its GPU, the MIG device or None)."""
+        mig = self._mig_by_handle.get(self._address(handle))
+        if mig is None:
+            with self._device(call, handle) as gpu:
+                yield gpu, None
+            return
+        self._before_device_call(call, handle, None)
+        with self._api(call):
+            found = self._mig_by_handle.get(self._address(handle))
+            if found is None:  # MIG mode was left meanwhile
+                raise self._error(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            gpu, device = found
+            if gpu.lost:
+                raise self._error(pynvml.NVML_ERROR_GPU_IS_LOST)
+            gpu.advance_to(self._now_us())
+            yield gpu, device
 
     # --- library -----------------------------------------------------------------------------------
 
@@ -594,14 +898,14 @@ class FakeNvml:
             return gpu.index
 
     def nvmlDeviceGetName(self, handle: Any) -> str:
-        """The product name."""
-        with self._device("nvmlDeviceGetName", handle) as gpu:
-            return gpu.model.name
+        """The product name (a MIG device's ends with its profile: "NVIDIA H200 MIG 3g.71gb")."""
+        with self._any_device("nvmlDeviceGetName", handle) as (gpu, mig):
+            return gpu.model.name if mig is None else f"{gpu.model.name} MIG {mig.profile}"
 
     def nvmlDeviceGetUUID(self, handle: Any) -> str:
-        """The GPU's UUID (GPU-...)."""
-        with self._device("nvmlDeviceGetUUID", handle) as gpu:
-            return gpu.uuid
+        """The GPU's UUID (GPU-...) or the MIG device's (MIG-...)."""
+        with self._any_device("nvmlDeviceGetUUID", handle) as (gpu, mig):
+            return gpu.uuid if mig is None else mig.uuid
 
     def nvmlDeviceGetVbiosVersion(self, handle: Any) -> str:
         """The VBIOS version."""
@@ -639,10 +943,23 @@ class FakeNvml:
     # --- device: dynamic ---------------------------------------------------------------------------
 
     def nvmlDeviceGetMemoryInfo(self, handle: Any, version: int | None = None) -> Any:
-        """A `c_nvmlMemory_t` (bytes)."""
-        with self._device("nvmlDeviceGetMemoryInfo", handle) as gpu:
-            total = gpu.model.memory_total_bytes
-            return pynvml.c_nvmlMemory_t(total, total - gpu.memory_used_bytes, gpu.memory_used_bytes)
+        """A `c_nvmlMemory_t` (v1: `used` includes the driver's reserve) or, with `version`, a
+        `c_nvmlMemory_v2_t` (`used` excludes it, `reserved` says how much); bytes. A driver without
+        nvmlDeviceGetMemoryInfo_v2 raises FUNCTION_NOT_FOUND for a versioned call, as pynvml does."""
+        with self._any_device("nvmlDeviceGetMemoryInfo", handle) as (gpu, mig):
+            if mig is not None:
+                total, reserved, used = mig.memory_total_bytes, 0, mig.memory_used_bytes
+            else:
+                total, reserved, used = gpu.model.memory_total_bytes, gpu.model.memory_reserved_bytes, 0
+                used = min(gpu.memory_used_total(), total - reserved)
+            free = total - reserved - used
+            if not version:
+                return pynvml.c_nvmlMemory_t(total, free, used + reserved)
+            if not gpu.memory_v2:
+                raise self._error(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+            if version != pynvml.nvmlMemory_v2:
+                raise self._error(pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+            return pynvml.c_nvmlMemory_v2_t(version, total, reserved, free, used)
 
     def nvmlDeviceGetTemperature(self, handle: Any, sensor: int) -> int:
         """Core temperature (celsius)."""
@@ -683,6 +1000,76 @@ class FakeNvml:
         with self._device("nvmlDeviceGetTotalEnergyConsumption", handle) as gpu:
             return int(gpu.energy_mj)
 
+    def nvmlDeviceGetRemappedRows(self, handle: Any) -> tuple[int, int, int, int]:
+        """(correctable, uncorrectable, pending, failure); NOT_SUPPORTED on GPUs that retire pages."""
+        with self._device("nvmlDeviceGetRemappedRows", handle) as gpu:
+            if not gpu.model.row_remapping:
+                raise self._error(pynvml.NVML_ERROR_NOT_SUPPORTED)
+            return (
+                gpu.remapped_correctable,
+                gpu.remapped_uncorrectable,
+                int(gpu.remap_pending),
+                int(gpu.remap_failure),
+            )
+
+    def nvmlDeviceGetViolationStatus(self, handle: Any, policy: int) -> Any:
+        """A `c_nvmlViolationTime_t`: reference time (us) and time clocks were held back (ns)."""
+        with self._device("nvmlDeviceGetViolationStatus", handle) as gpu:
+            if policy not in VIOLATION_POLICIES:
+                raise self._error(pynvml.NVML_ERROR_NOT_SUPPORTED)
+            result = pynvml.c_nvmlViolationTime_t()
+            result.referenceTime = EPOCH_US + gpu.updated_us
+            result.violationTime = int(gpu.violation_ns.get(policy, 0.0))
+            return result
+
+    def nvmlDeviceGetPcieThroughput(self, handle: Any, counter: int) -> int:
+        """PCIe throughput over the last ~20 ms in KiB/s (the real call samples that long)."""
+        with self._device("nvmlDeviceGetPcieThroughput", handle) as gpu:
+            if counter not in (pynvml.NVML_PCIE_UTIL_TX_BYTES, pynvml.NVML_PCIE_UTIL_RX_BYTES):
+                raise self._error(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            return gpu.pcie_kib_per_second(counter)
+
+    def nvmlDeviceGetMigMode(self, handle: Any) -> list[int]:
+        """[current, pending] MIG mode (1 enabled); NOT_SUPPORTED on models without MIG."""
+        with self._device("nvmlDeviceGetMigMode", handle) as gpu:
+            if not gpu.model.mig_profiles:
+                raise self._error(pynvml.NVML_ERROR_NOT_SUPPORTED)
+            mode = 1 if gpu.mig is not None else 0
+            return [mode, mode]
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, handle: Any) -> int:
+        """How many MIG devices the GPU can hold (0 outside MIG mode)."""
+        with self._device("nvmlDeviceGetMaxMigDeviceCount", handle) as gpu:
+            return MAX_MIG_DEVICES if gpu.mig is not None else 0
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, handle: Any, index: int) -> Any:
+        """The handle of MIG device `index`: NOT_FOUND for an empty slot, INVALID_ARGUMENT outside MIG."""
+        with self._device("nvmlDeviceGetMigDeviceHandleByIndex", handle) as gpu:
+            if gpu.mig is None or not 0 <= index < MAX_MIG_DEVICES:
+                raise self._error(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            if index >= len(gpu.mig):
+                raise self._error(pynvml.NVML_ERROR_NOT_FOUND)
+            return gpu.mig[index].handle
+
+    def nvmlDeviceIsMigDeviceHandle(self, handle: Any) -> int:
+        """1 for a MIG device's handle, 0 for a GPU's."""
+        with self._any_device("nvmlDeviceIsMigDeviceHandle", handle) as (_, mig):
+            return 0 if mig is None else 1
+
+    def nvmlDeviceGetGpuInstanceId(self, handle: Any) -> int:
+        """The GPU instance id of a MIG device (INVALID_ARGUMENT for a GPU's handle)."""
+        with self._any_device("nvmlDeviceGetGpuInstanceId", handle) as (_, mig):
+            if mig is None:
+                raise self._error(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            return mig.gpu_instance
+
+    def nvmlDeviceGetComputeInstanceId(self, handle: Any) -> int:
+        """The compute instance id of a MIG device (INVALID_ARGUMENT for a GPU's handle)."""
+        with self._any_device("nvmlDeviceGetComputeInstanceId", handle) as (_, mig):
+            if mig is None:
+                raise self._error(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            return mig.compute_instance
+
     def nvmlDeviceGetCurrPcieLinkGeneration(self, handle: Any) -> int:
         """Current PCIe generation."""
         with self._device("nvmlDeviceGetCurrPcieLinkGeneration", handle) as gpu:
@@ -704,8 +1091,11 @@ class FakeNvml:
             return gpu.throttle_mask()
 
     def nvmlDeviceGetSamples(self, handle: Any, sampling_type: int, last_seen: int) -> tuple[int, list[Any]]:
-        """(value type, [c_nvmlSample_t]) newer than `last_seen` (us); NOT_FOUND when there is none."""
+        """(value type, [c_nvmlSample_t]) newer than `last_seen` (us); NOT_FOUND when there is none;
+        NOT_SUPPORTED in MIG mode."""
         with self._device("nvmlDeviceGetSamples", handle) as gpu:
+            if gpu.mig is not None:
+                raise self._error(pynvml.NVML_ERROR_NOT_SUPPORTED)
             if sampling_type == pynvml.NVML_GPU_UTILIZATION_SAMPLES:
                 buffer = gpu.utilization_samples
             elif sampling_type == pynvml.NVML_MEMORY_UTILIZATION_SAMPLES:
@@ -723,11 +1113,16 @@ class FakeNvml:
 
     def nvmlDeviceGetFieldValues(self, handle: Any, field_ids: list[Any]) -> Any:
         """An array of `c_nvmlFieldValue_t`; ids are ints or (field id, scope id) pairs."""
-        with self._device("nvmlDeviceGetFieldValues", handle) as gpu:
+        meter = self._meter
+        cost = meter.costs.field_values(field_ids) if meter is not None else None
+        with self._device("nvmlDeviceGetFieldValues", handle, cost) as gpu:
             values = (pynvml.c_nvmlFieldValue_t * len(field_ids))()
             stamp = EPOCH_US + gpu.updated_us
             readers = self._field_readers(gpu)
-            for value, requested in zip(values, field_ids, strict=True):
+            # filled through a plain twin of the struct over the same memory: pynvml's own __setattr__
+            # (a Python method) made this call the fake's most expensive one
+            plain = (_PlainFieldValue * len(field_ids)).from_buffer(values)
+            for value, requested in zip(plain, field_ids, strict=True):
                 field_id, scope = requested if isinstance(requested, tuple) else (requested, 0)
                 value.fieldId = field_id
                 value.scopeId = scope
@@ -752,6 +1147,20 @@ class FakeNvml:
             p.NVML_FI_DEV_POWER_INSTANT: (_UINT, lambda: gpu.power_watts() * 1000),
             p.NVML_FI_DEV_POWER_CURRENT_LIMIT: (_UINT, lambda: gpu.model.power_limit_watts * 1000),
             p.NVML_FI_DEV_NVLINK_LINK_COUNT: (_UINT, lambda: gpu.model.nvlink_links),
+            **(
+                {
+                    p.NVML_FI_DEV_REMAPPED_COR: (_UINT, lambda: gpu.remapped_correctable),
+                    p.NVML_FI_DEV_REMAPPED_UNC: (_UINT, lambda: gpu.remapped_uncorrectable),
+                    p.NVML_FI_DEV_REMAPPED_PENDING: (_UINT, lambda: int(gpu.remap_pending)),
+                    p.NVML_FI_DEV_REMAPPED_FAILURE: (_UINT, lambda: int(gpu.remap_failure)),
+                }
+                if gpu.model.row_remapping
+                else {
+                    p.NVML_FI_DEV_RETIRED_SBE: (_ULL, lambda: gpu.retired_single_bit),
+                    p.NVML_FI_DEV_RETIRED_DBE: (_ULL, lambda: gpu.retired_double_bit),
+                    p.NVML_FI_DEV_RETIRED_PENDING: (_UINT, lambda: int(gpu.retired_pending)),
+                }
+            ),
         }
 
     @staticmethod
@@ -766,6 +1175,10 @@ class FakeNvml:
             counters = gpu.nvlink_tx_bytes
         elif field_id == pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX:
             counters = gpu.nvlink_rx_bytes
+        elif field_id in _NVLINK_ERROR_FIELDS:
+            if not 0 <= scope < gpu.model.nvlink_links:
+                return pynvml.NVML_ERROR_INVALID_ARGUMENT, _ULL, 0
+            return _SUCCESS, _ULL, gpu.nvlink_errors.get((scope, field_id), 0)
         else:
             return pynvml.NVML_ERROR_NOT_SUPPORTED, _ULL, 0
         if not 0 <= scope < len(counters):
@@ -880,7 +1293,35 @@ class FakeNvml:
                 "dram": gpu.memory_bandwidth,
             }
             self._gpm_entry(sample)[1] = _GpmSnapshot(
-                gpu.index, gpu.gpm_seconds, gpu.gpm_sm, gpu.gpm_tensor, gpu.gpm_graphics, gpu.gpm_dram, now
+                gpu.index,
+                None,
+                gpu.gpm_seconds,
+                gpu.gpm_sm,
+                gpu.gpm_tensor,
+                gpu.gpm_graphics,
+                gpu.gpm_dram,
+                now,
+            )
+            return sample
+
+    def nvmlGpmMigSampleGet(self, handle: Any, gpu_instance: int, sample: Any) -> Any:
+        """Record the activity of GPU instance `gpu_instance` of a GPU in MIG mode into `sample`."""
+        with self._device("nvmlGpmMigSampleGet", handle) as gpu:
+            if not gpu.gpm_supported:
+                raise self._error(pynvml.NVML_ERROR_NOT_SUPPORTED)
+            device = next((d for d in gpu.mig or () if d.gpu_instance == gpu_instance), None)
+            if device is None:
+                raise self._error(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            u = device.utilization
+            self._gpm_entry(sample)[1] = _GpmSnapshot(
+                gpu.index,
+                gpu_instance,
+                device.gpm_seconds,
+                device.gpm_graphics,
+                device.gpm_graphics / 2,
+                device.gpm_graphics,
+                0.0,
+                {"sm": u, "tensor": u / 2, "graphics": u, "dram": 0.0},
             )
             return sample
 
@@ -891,7 +1332,11 @@ class FakeNvml:
                 raise self._error(pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
             first = self._gpm_entry(request.sample1)[1]
             second = self._gpm_entry(request.sample2)[1]
-            if first is None or second is None or first.gpu != second.gpu:
+            if (
+                first is None
+                or second is None
+                or (first.gpu, first.instance) != (second.gpu, second.instance)
+            ):
                 raise self._error(pynvml.NVML_ERROR_INVALID_ARGUMENT)
             for i in range(request.numMetrics):
                 metric = request.metrics[i]

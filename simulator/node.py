@@ -21,6 +21,7 @@ from pathlib import Path
 
 from foundation.loop import Loop
 from simulator.fake_nvml import FakeNvml
+from simulator.nvml_costs import CallCosts
 from simulator.sysfs_tree import SysfsTree, dgx_hcas
 
 log = logging.getLogger(__name__)
@@ -80,12 +81,13 @@ class SimulatedNode:
         name: str = "node1",
         clock: Callable[[], float] = time.monotonic,
         hca_guids: Sequence[int] | None = None,
+        nvml_costs: CallCosts | None = None,
     ) -> None:
         self._owns_root = root is None
         self.root = Path(tempfile.mkdtemp(prefix=f"ibpool-sim-{name}-")) if root is None else root
         self.name = name
         self.tree = SysfsTree(self.root, dgx_hcas(ports, host=name, guids=hca_guids), seed=seed)
-        self.nvml = FakeNvml(gpu_count=gpus, clock=clock, uuid_seed=f"ibpool-sim/{name}")
+        self.nvml = FakeNvml(gpu_count=gpus, clock=clock, uuid_seed=f"ibpool-sim/{name}", costs=nvml_costs)
         self.ports = [(device, 1) for device in self.tree.devices]
         self._carry: dict[tuple[str, int], float] = {}
         self._lock = threading.Lock()
@@ -146,6 +148,17 @@ class SimulatedNode:
                 port, lambda d, p: self.tree.add_errors(d, p, symbol_error=value), f"+{value} symbol errors"
             ),
             "hang_nvml": lambda: self._hang(value),
+            "row_remap": lambda: self._on_gpu(
+                gpu,
+                lambda i: self.nvml.inject_row_remap(i, uncorrectable=value),
+                f"{value} rows remapped (uncorrectable)",
+            ),
+            "remap_failure": lambda: self._on_gpu(
+                gpu, lambda i: self.nvml.inject_row_remap(i, failure=True), "row remap failed"
+            ),
+            "stall_gpu": lambda: self._on_gpu(
+                gpu, lambda i: self.nvml.stall_gpu(i, float(value)), f"every NVML call stalls for {value} s"
+            ),
             "saturate": lambda: self._on_port(
                 port, lambda d, p: self.tree.saturate(d, p, "port_xmit_wait"), "port_xmit_wait saturated"
             ),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from exporter import config as exporter_config
 from exporter.config import ExporterConfig
@@ -18,6 +18,15 @@ from foundation.http_server import Request, Response
 from foundation.service import run_service
 from foundation.settings import Bad, CommandSettings, Option
 from simulator.node import FaultError, SimulatedNode, SimulationTicker, StandaloneWorkload
+from simulator.nvml_costs import H200_COSTS, CallCosts
+
+# What each simulated NVML call costs in real time (--simulate.nvml-costs).
+# "h200-serial" models a driver that never overlaps reads of different GPUs (not measurable on one GPU).
+NVML_COSTS: dict[str, CallCosts | None] = {
+    "none": None,
+    "h200": H200_COSTS,
+    "h200-serial": replace(H200_COSTS, scope="driver"),
+}
 
 
 @dataclass(frozen=True)
@@ -29,6 +38,7 @@ class Simulation:
     ports: int = 8
     seed: int = 1
     step_seconds: float = 1.0
+    nvml_costs: str = "none"
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("--simulate.seed", "simulate.seed", "simulate.seed", int, "seed of its workload (1)"),
     Option("--simulate.step-seconds", "simulate.step_seconds", "simulate.step_seconds", float,
            "seconds between simulation steps (1)"),
+    Option("--simulate.nvml-costs", "simulate.nvml_costs", "simulate.nvml_costs", str,
+           "none, h200 (each NVML call takes as long as on an H200, docs/nvml-h200.md) or h200-serial (and "
+           "no two GPUs are read at once)"),
 )  # fmt: skip
 
 
@@ -58,6 +71,8 @@ def validate(cfg: SimulatedExporterConfig, bad: Bad) -> None:
         bad("simulate.ports", "must be between 1 and 64")
     if cfg.simulate.step_seconds <= 0:
         bad("simulate.step_seconds", "must be > 0")
+    if cfg.simulate.nvml_costs not in NVML_COSTS:
+        bad("simulate.nvml_costs", f"must be one of {', '.join(NVML_COSTS)}")
 
 
 SETTINGS = CommandSettings(
@@ -72,7 +87,7 @@ SETTINGS = CommandSettings(
 
 def simulated_hardware(sim: Simulation) -> Hardware:
     """A simulated node, ticking, with its fault route: the hardware the exporter reads."""
-    node = SimulatedNode(gpus=sim.gpus, ports=sim.ports, seed=sim.seed)
+    node = SimulatedNode(gpus=sim.gpus, ports=sim.ports, seed=sim.seed, nvml_costs=NVML_COSTS[sim.nvml_costs])
     workload = StandaloneWorkload(sim.gpus, sim.ports, sim.seed)
     ticker = SimulationTicker(node, workload, sim.step_seconds)
     ticker.start()

@@ -97,3 +97,13 @@ def test_query_promql_substitutes_everything() -> None:
     for query in all_queries():
         text = re.sub(r'"\$\d+"', '""', query.promql())  # label_replace's "$1" is no variable
         assert "$" not in text, text
+
+
+def test_every_gpu_and_self_metric_has_a_panel_on_the_node_dashboard() -> None:
+    gpu_and_self = {
+        spec.name
+        for name, spec in vars(catalog).items()
+        if isinstance(spec, MetricSpec) and name.startswith(("GPU_", "COLLECTOR_"))
+    } | set(catalog.PROCESS_SELF_METRICS)
+    node = set().union(*(metric_names(q.expr) for q in all_queries() if q.dashboard_uid == "ibpool-node"))
+    assert sorted(name for name in gpu_and_self if name not in node) == []

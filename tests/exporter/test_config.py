@@ -57,3 +57,39 @@ def test_invalid_config_exits_2_and_lists_problems(
 def test_missing_config_file_is_reported(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(["--config.file", str(tmp_path / "absent.yml")])
+
+
+def test_gpu_sampling_options(tmp_path: Path) -> None:
+    cfg = load_config(["--sysfs-root", str(tmp_path)])
+    assert (cfg.gpu_sample_interval_seconds, cfg.gpu_slow_sample_interval_seconds) == (1.0, 10.0)
+    cfg = load_config(
+        [
+            "--sysfs-root",
+            str(tmp_path),
+            "--gpu.sample-interval-seconds",
+            "0.5",
+            "--gpu.slow-sample-interval-seconds",
+            "5",
+        ]
+    )
+    assert (cfg.gpu_sample_interval_seconds, cfg.gpu_slow_sample_interval_seconds) == (0.5, 5.0)
+    assert (
+        load_config(
+            ["--sysfs-root", str(tmp_path), "--gpu.sample-interval-seconds", "0"]
+        ).gpu_sample_interval_seconds
+        == 0
+    )
+    with pytest.raises(ConfigError) as err:
+        load_config(
+            [
+                "--sysfs-root",
+                str(tmp_path),
+                "--gpu.sample-interval-seconds",
+                "-1",
+                "--gpu.slow-sample-interval-seconds",
+                "-2",
+            ]
+        )
+    text = "\n".join(err.value.problems)
+    assert "flag: gpu_sample_interval_seconds: must be >= 0" in text
+    assert "flag: gpu_slow_sample_interval_seconds: must be >= gpu_sample_interval_seconds" in text

@@ -11,9 +11,15 @@ import pytest
 
 from exporter.errors import SourceError
 from exporter.sources import xid_events
-from exporter.sources.nvml_source import MAX_STALE_SECONDS, THROTTLE_REASONS, GpuSnapshot, NvmlSource
+from exporter.sources.gpu_snapshot import GpuSnapshot
+from exporter.sources.nvml_source import (
+    MAX_STALE_SECONDS,
+    THROTTLE_REASONS,
+    VIOLATION_POLICIES,
+    NvmlSource,
+)
 from exporter.sources.xid_events import XidWatcher
-from simulator.fake_nvml import H200_SXM, FakeNvml, ManualClock
+from simulator.fake_nvml import H200_SXM, V100_SXM2, FakeNvml, ManualClock
 from tests.helpers import wait_for
 
 GPUS = 4
@@ -90,7 +96,24 @@ def test_one_batched_field_call_per_gpu_per_read(fake: FakeNvml, source: NvmlSou
     made = fake.calls - before
     assert made["nvmlDeviceGetFieldValues"] == GPUS
     assert made["nvmlDeviceGetPowerUsage"] == 0  # the field answered: no fallback call
-    assert sum(made.values()) <= 12 * GPUS
+    # a slow read: a dozen cheap calls, six violation policies, PCIe throughput both ways, MIG mode
+    assert sum(made.values()) <= 21 * GPUS
+
+
+def test_fast_reads_leave_the_costly_values_to_slow_reads(fake: FakeNvml, source: NvmlSource) -> None:
+    first = source.read_gpu(1)  # the first read of a GPU is always slow
+    fake.step(15.0)
+    before = fake.calls.copy()
+    fast = source.read_gpu(1, slow=False)
+    made = fake.calls - before
+    assert made["nvmlDeviceGetFieldValues"] == 1
+    assert made["nvmlDeviceGetViolationStatus"] == made["nvmlDeviceGetPcieThroughput"] == 0
+    assert fast.energy_joules == first.energy_joules  # the last slow value, repeated
+    assert fast.power_watts is not None and fast.memory_used_bytes is not None
+    slow = source.read_gpu(1, slow=True)
+    assert slow.energy_joules == pytest.approx(fake.gpu(1).energy_mj / 1000, abs=0.002)
+    assert slow.energy_joules is not None and first.energy_joules is not None
+    assert slow.energy_joules > first.energy_joules
 
 
 def test_not_supported_fields_are_omitted_not_zero(fake: FakeNvml, source: NvmlSource) -> None:
@@ -126,7 +149,8 @@ def test_call_errors_are_counted_by_call_and_error(fake: FakeNvml, source: NvmlS
     fake.set_call_error("nvmlDeviceGetClockInfo", pynvml.NVML_ERROR_TIMEOUT, gpu=0)
     snaps = source.read()
     assert snaps[0].up and snaps[0].sm_clock_hertz is None and snaps[0].power_watts is not None
-    assert source.errors.snapshot() == {("nvmlDeviceGetClockInfo", "Timeout"): 1}
+    assert snaps[0].memory_clock_hertz is None and snaps[1].memory_clock_hertz == 3201e6
+    assert source.errors.snapshot() == {("nvmlDeviceGetClockInfo", "Timeout"): 2}  # SM and memory clock
 
 
 def test_power_falls_back_to_the_older_calls(fake: FakeNvml, source: NvmlSource) -> None:
@@ -343,3 +367,169 @@ def test_wait_errors_are_counted_and_the_thread_goes_on(
     assert wait_for(lambda: watcher.counts() == {(0, 94): 1})
     assert watcher.errors.snapshot() == {("nvmlEventSetWait_v2", "Unknown"): 1}
     assert watcher.is_alive()
+
+
+# --- what dcgm-exporter users expect ------------------------------------------------------------------
+
+
+def test_memory_used_is_nvidia_smi_s_and_the_reserve_is_apart(fake: FakeNvml, source: NvmlSource) -> None:
+    snap = source.read()[2]
+    assert snap.memory_info_version == 2
+    assert snap.memory_used_bytes == 2 << 34  # what the processes use: the reserve is not in it
+    assert snap.memory_reserved_bytes == H200_SXM.memory_reserved_bytes
+    assert snap.memory_total_bytes == H200_SXM.memory_total_bytes
+    idle = source.read()[0]
+    assert idle.memory_used_bytes == 0  # an idle H200 shows 0 MiB used in nvidia-smi
+
+
+def test_memory_falls_back_to_v1_for_good_and_says_so(fake: FakeNvml, source: NvmlSource) -> None:
+    fake.set_capabilities(2, memory_v2=False)
+    snap = source.read()[2]
+    assert snap.memory_info_version == 1
+    assert snap.memory_used_bytes == (2 << 34) + H200_SXM.memory_reserved_bytes  # v1 counts the reserve
+    assert snap.memory_reserved_bytes is None
+    calls = fake.calls["nvmlDeviceGetMemoryInfo"]
+    assert source.read()[2].memory_info_version == 1
+    assert fake.calls["nvmlDeviceGetMemoryInfo"] == calls + GPUS  # one call each: v2 is not tried again
+    assert source.read()[1].memory_info_version == 2
+    assert source.errors.snapshot() == {}
+
+
+def test_remapped_rows(fake: FakeNvml, source: NvmlSource) -> None:
+    fake.inject_row_remap(1, correctable=3)
+    fake.inject_row_remap(3, uncorrectable=1, failure=True)
+    snaps = source.read()
+    assert (snaps[1].remapped_rows_correctable, snaps[1].remapped_rows_uncorrectable) == (3, 0)
+    assert (snaps[1].row_remap_pending, snaps[1].row_remap_failure) == (0, 0)
+    assert (snaps[3].remapped_rows_uncorrectable, snaps[3].row_remap_pending, snaps[3].row_remap_failure) == (
+        1,
+        1,
+        1,
+    )
+    assert snaps[1].retired_pages_single_bit is None  # remapping GPUs do not retire pages
+    assert source.errors.snapshot() == {}
+
+
+def test_retired_pages_where_rows_are_not_remapped() -> None:
+    fake = FakeNvml(gpu_count=2, model=V100_SXM2)
+    fake.inject_retired_pages(1, single_bit=2, double_bit=1, pending=True)
+    source = NvmlSource(fake)
+    try:
+        snap = source.read()[1]
+        assert (snap.retired_pages_single_bit, snap.retired_pages_double_bit, snap.retired_pages_pending) == (
+            2,
+            1,
+            1,
+        )
+        assert snap.remapped_rows_correctable is None and snap.row_remap_failure is None
+        assert snap.mig_enabled is None  # a V100 has no MIG
+        assert source.errors.snapshot() == {}
+    finally:
+        source.close()
+
+
+def test_nvlink_errors_per_link(fake: FakeNvml, source: NvmlSource) -> None:
+    fake.inject_nvlink_errors(0, link=4, crc=7, replay=2)
+    fake.inject_nvlink_errors(0, link=17, recovery=1)
+    errors = {(link, kind): n for link, kind, n in source.read()[0].nvlink_errors}
+    assert len(errors) == 18 * 3
+    assert errors[(4, "crc")] == 7 and errors[(4, "replay")] == 2 and errors[(17, "recovery")] == 1
+    assert sum(errors.values()) == 10
+
+
+def test_clock_event_violation_time_in_seconds(fake: FakeNvml, source: NvmlSource) -> None:
+    source.read()
+    fake.set_load(0, utilization=0.0)
+    fake.set_load(1, utilization=1.0, tensor_active=1.0, memory_bandwidth=1.0)  # at the power cap
+    fake.set_thermal_throttle(2, True)
+    before = {s.index: dict(s.clock_event_violation_seconds) for s in source.read()}
+    fake.step(20.0)
+    after = {s.index: dict(s.clock_event_violation_seconds) for s in source.read()}
+    assert set(after[0]) == {name for name, _ in VIOLATION_POLICIES}
+    assert after[0]["low_utilization"] - before[0]["low_utilization"] == pytest.approx(20.0)
+    assert after[1]["power"] - before[1]["power"] == pytest.approx(20.0)
+    assert after[2]["thermal"] - before[2]["thermal"] == pytest.approx(20.0)
+    assert after[1]["low_utilization"] == before[1]["low_utilization"]
+    assert after[0]["sync_boost"] == 0
+
+
+def test_unsupported_policies_and_pcie_throughput_are_not_asked_again(
+    fake: FakeNvml, source: NvmlSource
+) -> None:
+    fake.set_call_error("nvmlDeviceGetViolationStatus")  # NOT_SUPPORTED
+    fake.set_call_error("nvmlDeviceGetPcieThroughput")
+    snap = source.read()[0]
+    assert snap.clock_event_violation_seconds == () and snap.pcie_transmit_bytes_per_second is None
+    calls = fake.calls.copy()
+    source.read()
+    made = fake.calls - calls
+    assert made["nvmlDeviceGetViolationStatus"] == made["nvmlDeviceGetPcieThroughput"] == 0
+    assert source.errors.snapshot() == {}
+
+
+def test_pcie_throughput_and_memory_clock(fake: FakeNvml, source: NvmlSource) -> None:
+    snap = source.read()[3]
+    assert snap.memory_clock_hertz == H200_SXM.memory_clock_mhz * 1e6
+    kib = fake.gpu(3).pcie_kib_per_second(pynvml.NVML_PCIE_UTIL_TX_BYTES)
+    assert snap.pcie_transmit_bytes_per_second == kib * 1024 > 0
+    assert (
+        snap.pcie_receive_bytes_per_second
+        == fake.gpu(3).pcie_kib_per_second(pynvml.NVML_PCIE_UTIL_RX_BYTES) * 1024
+    )
+    assert source.read()[0].pcie_transmit_bytes_per_second == 0  # idle
+
+
+def test_mig_instances_with_their_own_activity_and_memory(fake: FakeNvml, source: NvmlSource) -> None:
+    fake.enable_mig(2, ("3g.71gb", "2g.35gb"))
+    fake.set_mig_load(2, 0, utilization=0.6, memory_used_bytes=20 << 30)
+    fake.set_mig_load(2, 1, utilization=0.2, memory_used_bytes=1 << 30)
+    first = source.read()[2]
+    assert first.mig_enabled is True and source.read()[1].mig_enabled is False
+    assert [(m.gpu_instance, m.compute_instance, m.profile) for m in first.mig_instances] == [
+        (1, 0, "3g.71gb"),
+        (2, 0, "2g.35gb"),
+    ]
+    assert all(m.uuid.startswith("MIG-") for m in first.mig_instances)
+    assert first.mig_instances[0].utilization_ratio is None  # GPM needs two samples
+    fake.step(10.0)
+    snap = source.read()[2]
+    big, small = snap.mig_instances
+    assert big.utilization_ratio == pytest.approx(0.6) and small.utilization_ratio == pytest.approx(0.2)
+    assert big.memory_used_bytes == 20 << 30 and big.memory_total_bytes == 71 * 10**9
+    assert snap.utilization_ratio is None  # the parent has no utilization samples in MIG mode
+    assert snap.memory_used_bytes == (2 << 34) + (20 << 30) + (1 << 30)  # its own load and the instances'
+    assert source.errors.snapshot() == {}
+    gpm_before = fake.open_gpm_samples
+    fake.disable_mig(2)
+    source.close()
+    assert fake.open_gpm_samples == gpm_before - 2 * GPUS - 2 * 2
+
+
+def test_running_totals_and_epochs(fake: FakeNvml, source: NvmlSource) -> None:
+    first = source.read()[1]
+    assert first.utilization_total is not None and first.utilization_total[0] / first.utilization_total[
+        1
+    ] == (pytest.approx(0.25))
+    fake.step(2.0)
+    second = source.read()[1]
+    assert second.utilization_total is not None
+    assert second.utilization_total[1] == first.utilization_total[1] + 12  # 6 samples a second
+    assert second.sm_active_total is not None and second.epoch == first.epoch
+    fake.lose_gpu(1)
+    lost = source.read()[1]
+    fake.restore_gpu(1)
+    back = source.read()[1]
+    assert lost.epoch == back.epoch == first.epoch + 1
+    assert back.utilization_total is not None and back.utilization_total[1] < second.utilization_total[1]
+
+
+def test_mig_mode_is_followed_on_slow_reads(fake: FakeNvml, source: NvmlSource) -> None:
+    assert source.read_gpu(1).mig_enabled is False
+    fake.enable_mig(1, ("7g.141gb",))
+    assert source.read_gpu(1, slow=False).mig_instances == ()  # fast reads do not look
+    snap = source.read_gpu(1, slow=True)
+    assert snap.mig_enabled is True and [m.profile for m in snap.mig_instances] == ["7g.141gb"]
+    fake.disable_mig(1)
+    snap = source.read_gpu(1, slow=True)
+    assert snap.mig_enabled is False and snap.mig_instances == ()
+    assert source.errors.snapshot() == {}

@@ -173,6 +173,7 @@ def test_simulated_node_serves_every_metric_and_faults_show_up(simulated: int) -
         lambda: _value(_metrics(port), "ibpool_gpu_xid_errors_total", gpu="2", xid="79") == 1,
         what="the XID to be counted",
     )
+    wait_until(lambda: _value(_metrics(port), "ibpool_gpu_up", gpu="5") == 0, what="the next read of GPU 5")
     text = _metrics(port)
     assert _value(text, "ibpool_gpu_up", gpu="5") == 0
     assert _value(text, "ibpool_gpu_up", gpu="4") == 1
@@ -186,14 +187,40 @@ def test_simulated_node_serves_every_metric_and_faults_show_up(simulated: int) -
 def test_a_hung_nvml_call_turns_health_red_without_hanging_metrics(simulated: int) -> None:
     port = simulated
     _metrics(port)
-    assert _fault(port, "kind=hang_nvml&value=3") == 200
-    text = _metrics(port)  # answers within the 0.5 s deadline although NVML hangs
-    assert _value(text, "ibpool_exporter_collector_success", collector="gpu") == 0
+    assert _fault(port, "kind=hang_nvml&value=3") == 200  # the next field read, on whichever GPU, hangs 3 s
+
+    def some_gpu_stale() -> bool:
+        stale = _samples(_metrics(port), "ibpool_gpu_sample_stale")
+        return any(value == 1 for value in stale.values())
+
+    wait_until(some_gpu_stale, what="the hung GPU to be reported stale")
+    text = _metrics(port)  # answers while NVML hangs: the collector serves its snapshots
+    assert _value(text, "ibpool_exporter_collector_success", collector="gpu") == 1
     assert _value(text, "ibpool_infiniband_state_id", device="mlx5_0") == 4
     status, body = http_get(port, "/healthz")
     assert status == 503
-    assert any("gpu" in reason for reason in json.loads(body)["reasons"])
+    assert any("stuck" in reason for reason in json.loads(body)["reasons"])
     wait_until(lambda: http_get(port, "/healthz")[0] == 200, timeout=20, what="health to recover")
+
+
+def test_a_stalled_gpu_does_not_stall_the_scrape(simulated: int) -> None:
+    port = simulated
+    _metrics(port)
+    assert _fault(port, "kind=stall_gpu&gpu=3&value=30") == 200  # every call on GPU 3 blocks for 30 s
+    wait_until(
+        lambda: _value(_metrics(port), "ibpool_gpu_sample_stale", gpu="3") == 1,
+        what="GPU 3 to be reported stale",
+    )
+    text = _metrics(port)  # the stall lasts: still answered, GPU 3 stale, the others fresh
+    stale = {dict(labels)["gpu"]: v for (_, labels), v in _samples(text, "ibpool_gpu_sample_stale").items()}
+    up = {dict(labels)["gpu"]: v for (_, labels), v in _samples(text, "ibpool_gpu_up").items()}
+    assert stale == {str(i): float(i == 3) for i in range(8)}
+    assert up == {str(i): float(i != 3) for i in range(8)}
+    assert _value(text, "ibpool_gpu_power_watts", gpu="3") is None
+    assert _value(text, "ibpool_gpu_power_watts", gpu="2") is not None
+    ages = _samples(text, "ibpool_gpu_sample_age_seconds")
+    assert {dict(labels)["gpu"] for _, labels in ages} == {str(i) for i in range(8)}  # each says how old
+    assert _value(text, "process_resident_memory_bytes") is not None
 
 
 def test_no_gpu_driver_means_a_failed_gpu_collector_not_a_dead_exporter() -> None:

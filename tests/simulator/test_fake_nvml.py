@@ -11,7 +11,8 @@ from typing import Any
 import pynvml
 import pytest
 
-from simulator.fake_nvml import H100_SXM, H200_SXM, SAMPLE_PERIOD_US, FakeNvml, ManualClock
+from simulator.fake_nvml import H100_SXM, H200_SXM, SAMPLE_PERIOD_US, V100_SXM2, FakeNvml, ManualClock
+from simulator.nvml_costs import H200_COSTS, CallCosts
 
 
 @pytest.fixture
@@ -284,3 +285,162 @@ def test_manual_clock_only_moves_forward() -> None:
     assert clock() == 6.5
     with pytest.raises(ValueError):
         clock.advance(-1.0)
+
+
+def test_memory_v1_counts_the_reserve_v2_reports_it_apart(nvml: FakeNvml) -> None:
+    handle = nvml.nvmlDeviceGetHandleByIndex(0)
+    nvml.set_load(0, memory_used_bytes=4 << 30)
+    v1 = nvml.nvmlDeviceGetMemoryInfo(handle)
+    v2 = nvml.nvmlDeviceGetMemoryInfo(handle, pynvml.nvmlMemory_v2)
+    assert isinstance(v2, pynvml.c_nvmlMemory_v2_t) and v2.version == pynvml.nvmlMemory_v2
+    assert v2.used == 4 << 30 and v2.reserved == H200_SXM.memory_reserved_bytes
+    assert v1.used == v2.used + v2.reserved and v1.free == v2.free
+    assert v2.total == v2.used + v2.reserved + v2.free == H200_SXM.memory_total_bytes
+    with pytest.raises(pynvml.NVMLError_ArgumentVersionMismatch):
+        nvml.nvmlDeviceGetMemoryInfo(handle, 0x01000028)
+    nvml.set_capabilities(0, memory_v2=False)
+    with pytest.raises(pynvml.NVMLError_FunctionNotFound):
+        nvml.nvmlDeviceGetMemoryInfo(handle, pynvml.nvmlMemory_v2)
+
+
+def test_row_remapping_or_page_retirement_by_model() -> None:
+    hopper, volta = FakeNvml(gpu_count=1), FakeNvml(gpu_count=1, model=V100_SXM2)
+    for fake in (hopper, volta):
+        fake.nvmlInit()
+    hopper.inject_row_remap(0, correctable=2, uncorrectable=1)
+    handle = hopper.nvmlDeviceGetHandleByIndex(0)
+    assert hopper.nvmlDeviceGetRemappedRows(handle) == (2, 1, 1, 0)  # the uncorrectable one waits for a reset
+    assert _field(hopper, 0, pynvml.NVML_FI_DEV_REMAPPED_UNC).value.uiVal == 1
+    assert _field(hopper, 0, pynvml.NVML_FI_DEV_RETIRED_DBE).nvmlReturn == pynvml.NVML_ERROR_NOT_SUPPORTED
+    volta.inject_retired_pages(0, double_bit=3)
+    with pytest.raises(pynvml.NVMLError_NotSupported):
+        volta.nvmlDeviceGetRemappedRows(volta.nvmlDeviceGetHandleByIndex(0))
+    assert _field(volta, 0, pynvml.NVML_FI_DEV_RETIRED_DBE).value.ullVal == 3
+    assert _field(volta, 0, pynvml.NVML_FI_DEV_REMAPPED_COR).nvmlReturn == pynvml.NVML_ERROR_NOT_SUPPORTED
+
+
+def test_nvlink_errors_per_link_through_scoped_fields(nvml: FakeNvml) -> None:
+    nvml.inject_nvlink_errors(1, link=3, crc=5, replay=1)
+    assert _field(nvml, 1, pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_CRC, 3).value.ullVal == 5
+    assert _field(nvml, 1, pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY, 3).value.ullVal == 1
+    assert _field(nvml, 1, pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_CRC, 2).value.ullVal == 0
+    assert _field(nvml, 1, pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_CRC, 18).nvmlReturn == (
+        pynvml.NVML_ERROR_INVALID_ARGUMENT
+    )
+    with pytest.raises(ValueError):
+        nvml.inject_nvlink_errors(1, link=18, crc=1)
+
+
+def test_violation_time_and_pcie_throughput_follow_the_state(nvml: FakeNvml) -> None:
+    handle = nvml.nvmlDeviceGetHandleByIndex(0)
+    nvml.step(10.0)  # idle: clocks held by low utilization
+    low = nvml.nvmlDeviceGetViolationStatus(handle, pynvml.NVML_PERF_POLICY_LOW_UTILIZATION)
+    assert isinstance(low, pynvml.c_nvmlViolationTime_t) and low.violationTime == 10 * 10**9
+    assert nvml.nvmlDeviceGetViolationStatus(handle, pynvml.NVML_PERF_POLICY_THERMAL).violationTime == 0
+    with pytest.raises(pynvml.NVMLError_NotSupported):
+        nvml.nvmlDeviceGetViolationStatus(handle, pynvml.NVML_PERF_POLICY_TOTAL_BASE_CLOCKS)
+    assert nvml.nvmlDeviceGetPcieThroughput(handle, pynvml.NVML_PCIE_UTIL_TX_BYTES) == 0
+    nvml.set_load(0, utilization=0.5)
+    assert nvml.nvmlDeviceGetPcieThroughput(handle, pynvml.NVML_PCIE_UTIL_RX_BYTES) == round(2e9 / 1024)
+    assert nvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM) == H200_SXM.memory_clock_mhz
+
+
+def test_mig_devices_have_their_own_handles_ids_memory_and_activity(nvml: FakeNvml) -> None:
+    parent = nvml.nvmlDeviceGetHandleByIndex(1)
+    assert nvml.nvmlDeviceGetMigMode(parent) == [0, 0]
+    with pytest.raises(ValueError):
+        nvml.enable_mig(1, ("9g.999gb",))
+    nvml.enable_mig(1, ("3g.71gb", "1g.18gb"))
+    assert nvml.nvmlDeviceGetMigMode(parent) == [1, 1]
+    assert nvml.nvmlDeviceGetMaxMigDeviceCount(parent) == 7
+    mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(parent, 1)
+    with pytest.raises(pynvml.NVMLError_NotFound):
+        nvml.nvmlDeviceGetMigDeviceHandleByIndex(parent, 2)
+    assert nvml.nvmlDeviceIsMigDeviceHandle(mig) == 1 and nvml.nvmlDeviceIsMigDeviceHandle(parent) == 0
+    assert (nvml.nvmlDeviceGetGpuInstanceId(mig), nvml.nvmlDeviceGetComputeInstanceId(mig)) == (2, 0)
+    assert nvml.nvmlDeviceGetName(mig) == "NVIDIA H200 MIG 1g.18gb"
+    assert nvml.nvmlDeviceGetUUID(mig).startswith("MIG-")
+    nvml.set_mig_load(1, 1, utilization=0.4, memory_used_bytes=3 << 30)
+    assert nvml.nvmlDeviceGetMemoryInfo(mig).used == 3 << 30
+    assert nvml.nvmlDeviceGetMemoryInfo(mig).total == 18 * 10**9
+    with pytest.raises(pynvml.NVMLError_NotSupported):
+        nvml.nvmlDeviceGetSamples(parent, pynvml.NVML_GPU_UTILIZATION_SAMPLES, 0)
+    first, second = nvml.nvmlGpmSampleAlloc(), nvml.nvmlGpmSampleAlloc()
+    nvml.nvmlGpmMigSampleGet(parent, 2, first)
+    nvml.step(4.0)
+    nvml.nvmlGpmMigSampleGet(parent, 2, second)
+    request = pynvml.c_nvmlGpmMetricsGet_t()
+    request.version = pynvml.NVML_GPM_METRICS_GET_VERSION
+    request.numMetrics = 1
+    request.metrics[0].metricId = pynvml.NVML_GPM_METRIC_GRAPHICS_UTIL
+    request.sample1, request.sample2 = first, second
+    nvml.nvmlGpmMetricsGet(request)
+    assert request.metrics[0].value == pytest.approx(40.0)
+    nvml.nvmlGpmSampleGet(parent, second)  # a whole-GPU sample cannot be compared with an instance's
+    with pytest.raises(pynvml.NVMLError_InvalidArgument):
+        nvml.nvmlGpmMetricsGet(request)
+    nvml.disable_mig(1)
+    with pytest.raises(pynvml.NVMLError_InvalidArgument):
+        nvml.nvmlDeviceGetGpuInstanceId(mig)
+
+
+def test_a_stalled_gpu_blocks_its_own_calls_only(nvml: FakeNvml) -> None:
+    stalled, free = nvml.nvmlDeviceGetHandleByIndex(0), nvml.nvmlDeviceGetHandleByIndex(1)
+    nvml.stall_gpu(0)
+    done = threading.Event()
+
+    def call() -> None:
+        nvml.nvmlDeviceGetPowerUsage(stalled)
+        done.set()
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    assert nvml.wait_blocked()
+    assert nvml.nvmlDeviceGetPowerUsage(free) > 0  # the other GPU answers meanwhile
+    assert not done.is_set()
+    nvml.release_hangs()
+    thread.join(5)
+    assert done.is_set() and nvml.blocked == 0
+    nvml.stall_gpu(0, seconds=0.0)  # a stall that already ended blocks nothing
+    assert nvml.nvmlDeviceGetPowerUsage(stalled) > 0
+    with pytest.raises(IndexError):
+        nvml.stall_gpu(9)
+
+
+def test_costs_are_charged_per_call_and_per_field() -> None:
+    costs = CallCosts(
+        calls={"nvmlDeviceGetSamples": 0.003},
+        fields={pynvml.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION: 0.002},
+        default_call=0.0001,
+        default_field=0.00005,
+    )
+    fake = FakeNvml(gpu_count=2, costs=costs)
+    fake.nvmlInit()
+    handle = fake.nvmlDeviceGetHandleByIndex(1)
+    assert fake.paid_seconds == 0  # library calls (init, handles) are free
+    fake.step(1.0)
+    fake.nvmlDeviceGetSamples(handle, pynvml.NVML_GPU_UTILIZATION_SAMPLES, 0)
+    fake.nvmlDeviceGetFieldValues(
+        handle, [pynvml.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION, pynvml.NVML_FI_DEV_MEMORY_TEMP]
+    )
+    fake.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU)
+    assert fake.paid_seconds == pytest.approx(0.003 + 0.002 + 0.00005 + 0.0001)
+    fake.set_costs(None)
+    fake.nvmlDeviceGetSamples(handle, pynvml.NVML_GPU_UTILIZATION_SAMPLES, 0)
+    assert fake.paid_seconds == 0
+
+
+def test_h200_costs_are_the_measured_ones() -> None:
+    # docs/nvml-h200.md: two utilization sample calls 2.75 ms each; the 7 scalar fields 3.5-4.8 ms
+    assert H200_COSTS.call("nvmlDeviceGetSamples") == pytest.approx(2.75e-3)
+    seven = [
+        pynvml.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION,
+        pynvml.NVML_FI_DEV_MEMORY_TEMP,
+        pynvml.NVML_FI_DEV_PCIE_REPLAY_COUNTER,
+        pynvml.NVML_FI_DEV_ECC_SBE_VOL_TOTAL,
+        pynvml.NVML_FI_DEV_ECC_DBE_VOL_TOTAL,
+        pynvml.NVML_FI_DEV_POWER_INSTANT,
+        pynvml.NVML_FI_DEV_POWER_CURRENT_LIMIT,
+    ]
+    assert 3.5e-3 <= H200_COSTS.field_values(seven) <= 4.8e-3
+    assert H200_COSTS.call("nvmlDeviceGetPcieThroughput") == pytest.approx(21e-3)
