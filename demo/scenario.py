@@ -12,14 +12,13 @@ falls off the bus on an `llm` node at `fault_at` (its job fails, the node drains
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from demo.controls import ControlLog, LoggedModel
 from demo.settings import HIGH_POOL, LOW_POOL, Timings
 from simulator.cluster import ClusterSpec, FabricSpec, PoolSpec
 from simulator.cluster.spec import node_names
-from simulator.cluster.workload import GeneratedWorkload, JobRequest, PoolWorkload
+from simulator.cluster.workload import DAY_SHAPE, NIGHT_SHAPE, GeneratedWorkload, JobRequest, at_load
 
 NODES = 16
 HOSTS_PER_LEAF = 8
@@ -33,30 +32,10 @@ PRIORITY_JOB = f"{HIGH_POOL}-allreduce-burst"
 # the alert replay the same setting through the rules' own override (`RULE_SETTINGS`).
 WAIT_TICK_BYTES = 65536
 LOAD = 0.65  # each pool's mean offered GPU demand over a day, as a share of its capacity
-# Recommender training by day (small, short, chatty jobs), LLM training by night (larger, longer); sizes
-# fit pools of eight nodes (the preset `day_night_workload` has 64-GPU jobs, a whole pool here).
-DAY = PoolWorkload(
-    pool=HIGH_POOL,
-    jobs_per_hour=0.0,
-    sizes=((1, 0.2), (4, 0.2), (8, 0.3), (16, 0.2), (32, 0.1)),
-    median_minutes=40.0,
-    peak_hour=14.0,
-    amplitude=0.8,
-    compute_seconds=0.15,
-    allreduce_bytes=1.5e9,
-    memory_fraction=0.6,
-)
-NIGHT = PoolWorkload(
-    pool=LOW_POOL,
-    jobs_per_hour=0.0,
-    sizes=((8, 0.3), (16, 0.4), (32, 0.3)),
-    median_minutes=120.0,
-    peak_hour=2.0,
-    amplitude=0.8,
-    compute_seconds=0.8,
-    allreduce_bytes=8e9,
-    memory_fraction=0.85,
-)
+# The preset day/night shapes, the night pool's jobs sized for pools of eight nodes (the preset's 64-GPU
+# jobs would take a whole pool here).
+DAY = DAY_SHAPE
+NIGHT = replace(NIGHT_SHAPE, sizes=((8, 0.3), (16, 0.4), (32, 0.3)), median_minutes=120.0)
 RULE_SETTINGS = {
     "fleet:ibpool_fabric_port_wait_tick_bytes:default": f"vector({WAIT_TICK_BYTES})",
     "hca_type:ibpool_infiniband_wait_tick_bytes:override": (
@@ -101,12 +80,7 @@ def demo_workload(
     """The spec and the day/night jobs of the whole run, as a list (so a replayed model can be copied)."""
     spec = demo_spec(seed, timings.start_hour, nodes, hosts_per_leaf)
     half = nodes // 2 * GPUS_PER_NODE
-    pools = []
-    for shape in (DAY, NIGHT):
-        mean_gpus = sum(size * w for size, w in shape.sizes) / sum(w for _, w in shape.sizes)
-        mean_minutes = shape.median_minutes * math.exp(shape.sigma**2 / 2)
-        rate = LOAD * half / (mean_gpus * mean_minutes / 60.0)
-        pools.append(replace(shape, jobs_per_hour=rate))
+    pools = [at_load(DAY, HIGH_POOL, half, LOAD), at_load(NIGHT, LOW_POOL, half, LOAD)]
     workload = GeneratedWorkload(
         pools, seed=seed, start_hour=timings.start_hour, horizon=timings.duration_seconds
     )

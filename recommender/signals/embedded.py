@@ -10,7 +10,6 @@ utilization = rate(bytes sent) / link rate; a saturated 32-bit wait counter give
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -18,13 +17,10 @@ from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
 from recommender.signals import scrape as sc
-from recommender.signals.assemble import assemble
 from recommender.signals.fetch import http_get
 from recommender.signals.model import LINKS, NODES, POOLS, Signals
-from recommender.signals.qos import QosReader, read_qos
+from recommender.signals.qos import QosReader, snapshot
 from recommender.signals.raw import PortReading, RawData
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -78,21 +74,14 @@ class EmbeddedSource:
         previous, current = self._previous, self._scrape_all()
         self._previous = current
         now = self._clock()
-        qos, qos_error = read_qos(self.qos)
-        raw = self._raw(previous, current, now)
-        window = _window(previous, current)
-        signals = assemble(
-            raw,
+        return snapshot(
+            self._raw(previous, current, now),
+            self.qos,
             taken_at=now,
-            window_seconds=window,
+            window_seconds=_window(previous, current),
             source=self.name,
             max_age_seconds=self.settings.max_age_seconds,
-            qos=qos,
-            qos_error=qos_error,
         )
-        for item in signals.missing:
-            log.info("signal missing: %s", item)
-        return signals
 
     # --- scraping -----------------------------------------------------------------------------------
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,13 +10,10 @@ from typing import Any
 from urllib.parse import urlencode
 
 from recommender.signals import queries as q
-from recommender.signals.assemble import assemble
 from recommender.signals.fetch import http_get
 from recommender.signals.model import LINKS, NODES, POOLS, Signals
-from recommender.signals.qos import QosReader, read_qos
+from recommender.signals.qos import QosReader, snapshot
 from recommender.signals.raw import LinkInfo, PortReading, RawData
-
-log = logging.getLogger(__name__)
 
 WINDOW_SECONDS = 300.0  # the recording rules' rate window
 Vector = list[tuple[dict[str, str], float]]
@@ -73,19 +69,14 @@ class PrometheusSource:
                 reader(raw, now)
             except QueryError as exc:
                 raw.errors[group] = str(exc)
-        qos, qos_error = read_qos(self.qos)
-        signals = assemble(
+        return snapshot(
             raw,
+            self.qos,
             taken_at=now,
             window_seconds=WINDOW_SECONDS,
             source=self.name,
             max_age_seconds=self.settings.max_age_seconds,
-            qos=qos,
-            qos_error=qos_error,
         )
-        for item in signals.missing:
-            log.info("signal missing: %s", item)
-        return signals
 
     def _age(self, expr: str, at: float) -> float | None:
         result = self.query(expr, at)

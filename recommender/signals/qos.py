@@ -1,4 +1,4 @@
-"""The QoS tables in force, read-only, from OpenSM's config file.
+"""The QoS tables in force, read-only, from OpenSM's config file; and the end of every fetch (`snapshot`).
 
 OpenSM file: the `qos_vlarb_high`, `qos_vlarb_low` and `qos_sl2vl` lines of opensm.conf; each pool's SL
 comes from the recommender config (`qos.pool_sl`), as written in the QoS policy file's port groups.
@@ -6,12 +6,17 @@ comes from the recommender config (`qos.pool_sl`), as written in the QoS policy 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
 from proposals import targets
-from recommender.signals.model import QosSignals
+from recommender.signals.assemble import assemble
+from recommender.signals.model import QosSignals, Signals
+from recommender.signals.raw import RawData
+
+log = logging.getLogger(__name__)
 
 
 class QosError(Exception):
@@ -60,3 +65,29 @@ def read_qos(reader: QosReader | None) -> tuple[QosSignals | None, str | None]:
         return reader.read(), None
     except QosError as exc:
         return None, str(exc)
+
+
+def snapshot(
+    raw: RawData,
+    reader: QosReader | None,
+    *,
+    taken_at: float,
+    window_seconds: float,
+    source: str,
+    max_age_seconds: float,
+) -> Signals:
+    """What a source ends every fetch with: the QoS tables read now, the snapshot assembled from `raw`,
+    and a log line per missing signal."""
+    qos, qos_error = read_qos(reader)
+    signals = assemble(
+        raw,
+        taken_at=taken_at,
+        window_seconds=window_seconds,
+        source=source,
+        max_age_seconds=max_age_seconds,
+        qos=qos,
+        qos_error=qos_error,
+    )
+    for item in signals.missing:
+        log.info("signal missing: %s", item)
+    return signals

@@ -12,7 +12,7 @@ import heapq
 import math
 import random
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -114,6 +114,40 @@ def _keyed(index: int, stream: Iterator[JobRequest]) -> Iterator[tuple[float, in
         yield request.submit_time, index, request
 
 
+# Recommender training by day (small, short, chatty jobs), LLM pretraining by night (large, long); the
+# pools and arrival rates are filled in by `at_load`.
+DAY_SHAPE = PoolWorkload(
+    pool="",
+    jobs_per_hour=0.0,
+    sizes=((1, 0.2), (4, 0.2), (8, 0.3), (16, 0.2), (32, 0.1)),
+    median_minutes=40.0,
+    peak_hour=14.0,
+    amplitude=0.8,
+    compute_seconds=0.15,
+    allreduce_bytes=1.5e9,
+    memory_fraction=0.6,
+)
+NIGHT_SHAPE = PoolWorkload(
+    pool="",
+    jobs_per_hour=0.0,
+    sizes=((16, 0.3), (32, 0.4), (64, 0.3)),
+    median_minutes=150.0,
+    peak_hour=2.0,
+    amplitude=0.8,
+    compute_seconds=0.8,
+    allreduce_bytes=8e9,
+    memory_fraction=0.85,
+)
+
+
+def at_load(shape: PoolWorkload, pool: str, capacity_gpus: int, load: float) -> PoolWorkload:
+    """`shape` for `pool`, arriving so that its mean offered GPU demand is `load` times `capacity_gpus`."""
+    mean_gpus = sum(s * w for s, w in shape.sizes) / sum(w for _, w in shape.sizes)
+    mean_minutes = shape.median_minutes * math.exp(shape.sigma**2 / 2)
+    rate = load * capacity_gpus / (mean_gpus * mean_minutes / 60.0)
+    return replace(shape, pool=pool, jobs_per_hour=rate)
+
+
 def day_night_workload(
     day_pool: str,
     night_pool: str,
@@ -129,32 +163,5 @@ def day_night_workload(
 
     `load` scales arrivals so that the mean offered GPU demand is about `load` times each pool's capacity.
     """
-    day = PoolWorkload(
-        pool=day_pool,
-        jobs_per_hour=0.0,
-        sizes=((1, 0.2), (4, 0.2), (8, 0.3), (16, 0.2), (32, 0.1)),
-        median_minutes=40.0,
-        peak_hour=14.0,
-        amplitude=0.8,
-        compute_seconds=0.15,
-        allreduce_bytes=1.5e9,
-        memory_fraction=0.6,
-    )
-    night = PoolWorkload(
-        pool=night_pool,
-        jobs_per_hour=0.0,
-        sizes=((16, 0.3), (32, 0.4), (64, 0.3)),
-        median_minutes=150.0,
-        peak_hour=2.0,
-        amplitude=0.8,
-        compute_seconds=0.8,
-        allreduce_bytes=8e9,
-        memory_fraction=0.85,
-    )
-    pools = []
-    for spec, capacity in ((day, day_gpus), (night, night_gpus)):
-        mean_gpus = sum(s * w for s, w in spec.sizes) / sum(w for _, w in spec.sizes)
-        mean_minutes = spec.median_minutes * math.exp(spec.sigma**2 / 2)
-        rate = load * capacity / (mean_gpus * mean_minutes / 60.0)
-        pools.append(PoolWorkload(**{**spec.__dict__, "jobs_per_hour": rate}))
+    pools = [at_load(DAY_SHAPE, day_pool, day_gpus, load), at_load(NIGHT_SHAPE, night_pool, night_gpus, load)]
     return GeneratedWorkload(pools, seed=seed, start_hour=start_hour, horizon=horizon)
