@@ -109,6 +109,4 @@ SETTINGS = CommandSettings(
 )
 
 
-def load_config(argv: list[str]) -> ExporterConfig:
-    """Parse flags and the optional YAML file into one frozen config; raise ConfigError with all problems."""
-    return SETTINGS.load(argv)
+load_config = SETTINGS.load

@@ -26,6 +26,27 @@ def web_config_of(cfg: WebSettings) -> WebConfig:
     return load_web_config(cfg.web_config_file) if cfg.web_config_file else WebConfig()
 
 
+def config_failed(prog: str, problems: list[str]) -> int:
+    """Print every configuration problem under one heading; the exit status 2."""
+    print(f"{prog}: invalid configuration:", file=sys.stderr)
+    for problem in problems:
+        print(f"  - {problem}", file=sys.stderr)
+    return 2
+
+
+def until_signal(serve: Callable[[threading.Event], int]) -> int:
+    """`serve(stop)`, where SIGTERM or SIGINT sets `stop`."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, _: FrameType | None) -> None:
+        log.info("received %s, shutting down", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    return serve(stop)
+
+
 def run_service(
     prog: str,
     argv: list[str],
@@ -37,21 +58,10 @@ def run_service(
         cfg = load(argv)
         web_config_of(cfg)
     except ConfigError as exc:
-        print(f"{prog}: invalid configuration:", file=sys.stderr)
-        for problem in exc.problems:
-            print(f"  - {problem}", file=sys.stderr)
-        return 2
+        return config_failed(prog, exc.problems)
     configure_logging(cfg.log_level)
-    stop = threading.Event()
-
-    def on_signal(signum: int, _: FrameType | None) -> None:
-        log.info("received %s, shutting down", signal.Signals(signum).name)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
     try:
-        return serve(cfg, stop)
+        return until_signal(lambda stop: serve(cfg, stop))
     except IbpoolError as exc:
         log.error("%s", exc)
         return 1

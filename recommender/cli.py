@@ -15,17 +15,14 @@ import dataclasses
 import json
 import logging
 import os
-import signal
 import sys
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 
 from foundation.errors import ConfigError
 from foundation.logs import configure_logging
-from foundation.service import web_config_of
+from foundation.service import config_failed, until_signal, web_config_of
 from foundation.settings import Bad, CommandSettings, Option
 from proposals.approval_config import ApprovalConfig, load_approval_config
 from proposals.errors import ApprovalConfigError, StoreError
@@ -222,10 +219,7 @@ def main(argv: list[str]) -> int:
         cfg = load(args)
         approval = load_approval_config(cfg.policy) if cfg.policy is not None else None
     except (ConfigError, ApprovalConfigError) as exc:
-        print("ibpool recommend: invalid configuration:", file=sys.stderr)
-        for problem in exc.problems:
-            print(f"  - {problem}", file=sys.stderr)
-        return 2
+        return config_failed("ibpool recommend", exc.problems)
     configure_logging(cfg.log_level if not args.once else "warning")
     try:
         if args.once:
@@ -241,14 +235,6 @@ def main(argv: list[str]) -> int:
 
 
 def _serve(cfg: RecommendConfig, approval: ApprovalConfig | None) -> int:
-    stop = threading.Event()
-
-    def on_signal(signum: int, _: FrameType | None) -> None:
-        log.info("received %s, shutting down", signal.Signals(signum).name)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
     service = Service(
         lambda store: build_recommender(cfg, store, approval),
         str(cfg.db),
@@ -257,4 +243,4 @@ def _serve(cfg: RecommendConfig, approval: ApprovalConfig | None) -> int:
         web=web_config_of(cfg),
         telemetry_path=cfg.telemetry_path,
     )
-    return service.serve(stop)
+    return until_signal(service.serve)

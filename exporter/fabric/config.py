@@ -158,6 +158,4 @@ SETTINGS = CommandSettings(
 )
 
 
-def load_config(argv: list[str]) -> FabricConfig:
-    """Parse flags and the optional YAML file into one frozen config; raise ConfigError with all problems."""
-    return SETTINGS.load(argv)
+load_config = SETTINGS.load

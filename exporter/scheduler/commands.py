@@ -53,6 +53,10 @@ class SlurmCommands:
         """`scontrol --all --oneliner show partitions`: every partition, empty and hidden ones too."""
         return self.run(self.scontrol, "--all", "--oneliner", "show", "partitions")
 
+    def config_text(self) -> str:
+        """`scontrol show config` (the cluster's name, for one)."""
+        return self.run(self.scontrol, "show", "config")
+
     def run(self, program: str, *args: str) -> str:
         """Run one command; its stdout, or CommandError (could not start, non-zero exit, timeout)."""
         result = run_command([program, *args], self.timeout_seconds, env=dict(self.env) or None)

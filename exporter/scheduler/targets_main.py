@@ -13,7 +13,6 @@ listed no node (an existing file is left as it was), 2 on a bad configuration. R
 from __future__ import annotations
 
 import logging
-import os
 import re
 import sys
 from dataclasses import dataclass
@@ -21,8 +20,8 @@ from pathlib import Path
 from typing import cast
 
 from exporter.errors import ExporterError
-from exporter.scheduler.commands import resolve_program
-from exporter.scheduler.errors import CommandError
+from exporter.scheduler.commands import SlurmCommands
+from exporter.scheduler.config import SLURM_CLIENT_OPTIONS, validate_slurm_client
 from exporter.scheduler.targets import (
     ADDRESS_KINDS,
     AddressKind,
@@ -32,15 +31,14 @@ from exporter.scheduler.targets import (
     sd_groups,
     write_atomically,
 )
-from foundation.commands import CommandRunner
 from foundation.errors import ConfigError
 from foundation.logs import configure_logging
+from foundation.service import config_failed
 from foundation.settings import Bad, CommandSettings, Option
 
 log = logging.getLogger(__name__)
 
 PROG = "ibpool targets"
-_GRES_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
 _LABEL_VALUE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
@@ -78,12 +76,7 @@ OPTIONS: tuple[Option, ...] = (
            "comma-separated partitions that are pools (default: every partition)"),
     Option("--targets.all-nodes", "targets.all_nodes", "all_nodes", bool,
            "also list nodes without GPU GRES (off)"),
-    Option("--slurm.bin-dir", "slurm.bin_dir", "slurm_bin_dir", Path,
-           "directory of sinfo and scontrol (PATH)"),
-    Option("--slurm.conf", "slurm.conf", "slurm_conf", Path, "slurm.conf for the commands (sets SLURM_CONF)"),
-    Option("--slurm.timeout-seconds", "slurm.timeout_seconds", "timeout_seconds", float,
-           "timeout per command, then kill (10)"),
-    Option("--slurm.gres-name", "slurm.gres_name", "gres_name", str, "GRES name that counts as a GPU (gpu)"),
+    *SLURM_CLIENT_OPTIONS,
 )  # fmt: skip
 
 
@@ -95,14 +88,7 @@ def validate(cfg: TargetsConfig, bad: Bad) -> None:
         bad("port", "must be between 1 and 65535")
     if cfg.address not in ADDRESS_KINDS:
         bad("address", f"must be one of {', '.join(ADDRESS_KINDS)}")
-    if cfg.slurm_bin_dir is not None and not cfg.slurm_bin_dir.is_dir():
-        bad("slurm_bin_dir", f"not a directory: {cfg.slurm_bin_dir}")
-    if cfg.slurm_conf is not None and not cfg.slurm_conf.is_file():
-        bad("slurm_conf", f"file not found: {cfg.slurm_conf}")
-    if cfg.timeout_seconds <= 0:
-        bad("timeout_seconds", "must be > 0")
-    if not _GRES_NAME.match(cfg.gres_name):
-        bad("gres_name", f"not a GRES name: {cfg.gres_name!r}")
+    validate_slurm_client(cfg, bad)
 
 
 SETTINGS = CommandSettings(
@@ -114,38 +100,10 @@ SETTINGS = CommandSettings(
 )
 
 
-def load_config(argv: list[str]) -> TargetsConfig:
-    """Flags over the optional YAML file; ConfigError lists every problem."""
-    return SETTINGS.load(argv)
+load_config = SETTINGS.load
 
 
-class Slurm:
-    """The two read-only Slurm commands, through the one command runner."""
-
-    def __init__(self, cfg: TargetsConfig) -> None:
-        env = dict(os.environ)
-        if cfg.slurm_conf is not None:
-            env["SLURM_CONF"] = str(cfg.slurm_conf)
-        self._sinfo = resolve_program("sinfo", cfg.slurm_bin_dir)
-        self._scontrol = resolve_program("scontrol", cfg.slurm_bin_dir)
-        self._runner = CommandRunner(cfg.timeout_seconds, env=env)
-
-    def _run(self, *argv: str) -> str:
-        result = self._runner.run(argv)
-        if not result.ok:
-            raise CommandError(result.describe())
-        return result.stdout
-
-    def nodes_json(self) -> str:
-        """`sinfo --json`."""
-        return self._run(self._sinfo, "--json")
-
-    def config_text(self) -> str:
-        """`scontrol show config`."""
-        return self._run(self._scontrol, "show", "config")
-
-
-def build(cfg: TargetsConfig, slurm: Slurm) -> str:
+def build(cfg: TargetsConfig, slurm: SlurmCommands) -> str:
     """The file_sd JSON for the cluster as Slurm has it now; ExporterError when Slurm cannot be read."""
     nodes = parse_nodes(slurm.nodes_json(), cfg.gres_name)
     cluster = cfg.cluster or parse_cluster_name(slurm.config_text())
@@ -163,13 +121,10 @@ def main(argv: list[str]) -> int:
     try:
         cfg = load_config(argv)
     except ConfigError as exc:
-        print(f"{PROG}: invalid configuration:", file=sys.stderr)
-        for problem in exc.problems:
-            print(f"  - {problem}", file=sys.stderr)
-        return 2
+        return config_failed(PROG, exc.problems)
     configure_logging(cfg.log_level)
     try:
-        text = build(cfg, Slurm(cfg))
+        text = build(cfg, SlurmCommands.resolve(cfg.slurm_bin_dir, cfg.slurm_conf, cfg.timeout_seconds))
     except ExporterError as exc:
         kept = f"; {cfg.output_file} left as it was" if cfg.output_file is not None else ""
         log.error("%s%s", exc, kept)

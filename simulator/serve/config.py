@@ -102,6 +102,4 @@ SETTINGS = CommandSettings(
 )
 
 
-def load_config(argv: list[str]) -> SimulateConfig:
-    """Parse flags and the optional YAML file into one frozen config; raise ConfigError with all problems."""
-    return SETTINGS.load(argv)
+load_config = SETTINGS.load
