@@ -10,8 +10,9 @@ on the scrape registry would shrink the scrape's averaging window to the push in
 Points. Measurement = metric name, tags = labels plus the target labels a scrape would add (`target_labels`),
 field `value`, timestamp = the collection's start in ns (`lineproto`): in a store that maps a single-field
 measurement to a metric (VictoriaMetrics `-influxSkipSingleField`) a pushed point lands in the series a
-Prometheus remote write of the same sample does (docs/long-term-store.md). A point is fully determined at collection, so sending it twice writes the same (series,
-timestamp, value): writes are idempotent by construction. InfluxDB overwrites such a point; VictoriaMetrics
+Prometheus remote write of the same sample does (docs/long-term-store.md). A point is fully determined at
+collection, so sending it twice writes the same (series, timestamp, value): writes are idempotent by
+construction. InfluxDB overwrites such a point; VictoriaMetrics
 keeps both copies unless it runs with `-dedup.minScrapeInterval` (1ms is enough; the tests show both).
 
 Why not influxdb-client's batching `WriteApi`: after `max_retries` or `max_retry_time` it drops the batch
