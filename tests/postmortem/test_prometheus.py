@@ -120,8 +120,11 @@ def fake_prometheus() -> Iterator[tuple[str, list[str]]]:
 
 @pytest.fixture
 def store_db(tmp_path: Path) -> Path:
+    return fill_store(tmp_path / "ibpool.db")
+
+
+def fill_store(db: Path) -> Path:
     """A store with one applied change at T0 + 2 min and one refused approval."""
-    db = tmp_path / "ibpool.db"
     clock = FakeClock()
     with open_store(db, clock) as store:
         stored, _ = store.submit(proposal(), proposer="policy:quota")
