@@ -2,7 +2,7 @@
 
 ```yaml
 influx:
-  url: http://influxdb:8086          # push is on when this is set
+  url: http://victoria-metrics:8428          # push is on when this is set
   token_file: /etc/ibpool/influx-token
   org: ibpool
   bucket: ibpool
