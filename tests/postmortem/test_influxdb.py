@@ -5,7 +5,8 @@ InfluxDB 2 writes it (data/influxdb2/*.csv: CRLF lines, `#group`/`#datatype`/`#d
 annotation block where the columns change, an error table); influxdb-client's real query code posts the
 Flux and parses the answers. Checked: the Flux generated from the report's selectors (exact text and
 escaping), what the client sends (path, org, token, the query), the series and alerts read back, every
-kind of failure as a clear error, and a whole report from it through `main(argv)`.
+kind of failure as a clear error, a whole report from it through `main(argv)`, and the rules replayed by a
+real vmalert over series copied from it.
 """
 
 from __future__ import annotations
@@ -25,9 +26,13 @@ import pytest
 from postmortem import live
 from postmortem.cli import main
 from postmortem.influxdb import FluxSource, flux_names, flux_select
+from postmortem.live_replay import replay_window
 from postmortem.model import InputError
+from postmortem.replay import RuleSet
 from postmortem.source import Selector
 from tests.postmortem.test_prometheus import SERIES, _value, fill_store
+from tests.postmortem.test_replay import ALERTS, STEP, needs_engine, pools
+from tests.postmortem.test_replay import T0 as T0_REPLAY
 from tests.proposals.factory import T0
 
 RECORDED = Path(__file__).parent / "data" / "influxdb2"
@@ -304,3 +309,47 @@ def test_a_report_from_influxdb2(influx: FakeInflux, tmp_path: Path) -> None:
     assert '<td class="severity sev-critical">critical</td><td>node0024 GPU 3</td>' in alerts
     links = html[html.index('id="links"') : html.index('id="faults"')]
     assert links.index("spine01/2") < links.index("node0001/mlx5_0/1")
+
+
+@needs_engine
+@pytest.mark.integration
+def test_the_rules_replay_over_an_influxdb2_bucket(influx: FakeInflux) -> None:
+    """The replay's copy reads the bucket through the same interface: vmalert fires from its series."""
+    recorded_series = pools(2, 12)  # pool a queues 16 GPUs for 50 minutes while b has idle GPUs
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for item in recorded_series:
+        by_name.setdefault(item["metric"]["__name__"], []).append(item)
+
+    def sample(name: str, labels: dict[str, str], at: float) -> float | None:
+        """The value of the window (at - 60 s, at], as aggregateWindow(every: 60s, fn: last) stamps it."""
+        for item in by_name[name]:
+            if all(item["metric"].get(k) == v for k, v in labels.items()):
+                for ms, value in zip(item["timestamps"], item["values"], strict=True):
+                    if at - 60 <= ms / 1000 < at:
+                        return float(value)
+        return None
+
+    def answer(flux: str) -> tuple[int, str, bytes]:
+        if "schema.measurements" in flux:
+            names = "".join(f",,0,{name}\r\n" for name in sorted(by_name))
+            head = "#group,false,false,false\r\n#datatype,string,long,string\r\n#default,_result,,\r\n"
+            return 200, "text/csv", (head + ",result,table,_value\r\n" + names + "\r\n").encode()
+        name = flux.split('r._measurement == "', 1)[1].split('"', 1)[0]
+        start, stop = (
+            datetime.fromisoformat(flux.split(f"{key}: ", 1)[1].split(",", 1)[0].split(")", 1)[0]).timestamp()
+            for key in ("start", "stop")
+        )
+        tags = [{k: v for k, v in i["metric"].items() if k != "__name__"} for i in by_name.get(name, [])]
+        return 200, "text/csv", annotated_csv(name, tags, (start, stop, 60.0), sample)
+
+    influx.answer = answer
+    store = source(influx)
+    try:
+        replayed = replay_window(store, RuleSet.load([ALERTS]), T0_REPLAY, T0_REPLAY + 36 * STEP, series=True)
+    finally:
+        store.close()
+    assert sorted(replayed.copied) == sorted(by_name)
+    assert [(a.name, a.severity, a.labels["pool"]) for a in replayed.alerts] == [
+        ("GpuPoolImbalanced", "warning", "a")
+    ]
+    assert replayed.series is not None and max(v for _, v in replayed.series.pending["a"]) == 16.0
