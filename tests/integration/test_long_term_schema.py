@@ -7,11 +7,13 @@ exporter as `ibpool targets` lists a node (labels node, instance, pool, cluster)
 the same VictoriaMetrics through the remote_write section of deploy/prometheus/prometheus.yml (URL
 replaced). Then one PromQL query reads both paths' points: every series of the metrics both carry holds
 samples Prometheus scraped (the timestamps in Prometheus's own TSDB) and samples the exporter pushed (the
-others), so they have the same name and labels; no series has only one kind.
+others), so they have the same name and labels; no pushed series stands alone. And `ibpool postmortem`
+reads the window from the real Prometheus and from VictoriaMetrics alike, over PromQL.
 """
 
 from __future__ import annotations
 
+import html
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -20,11 +22,13 @@ from typing import Any
 import pytest
 import yaml
 
+from postmortem.cli import main as postmortem_main
 from simulator.backends import victoria_metrics
 from simulator.backends.victoria_metrics import LONG_TERM_ARGS, VICTORIA_METRICS, VictoriaMetrics
 from tests.integration import prometheus_server
 from tests.integration.processes import free_port, ibpool_argv, start_http_program, stop, wait_until
 from tests.integration.prometheus_server import PROMETHEUS, PrometheusServer
+from tests.proposals.factory import FakeClock, open_store
 
 pytestmark = [
     pytest.mark.integration,
@@ -133,6 +137,9 @@ def test_pushed_and_forwarded_points_of_a_metric_are_one_series(tmp_path: Path) 
         at = time.time() - 2
         scraped = scraped_stamps(prom, at)
         found = kinds(stored(vm, round(at * 1000)), scraped)
+        reports = {
+            name: postmortem(url, at, tmp_path / name) for name, url in (("p", prom.url), ("v", vm.url))
+        }
 
     names = {dict(key)["__name__"] for key in found}
     assert set(BOTH) <= names
@@ -158,3 +165,18 @@ def test_pushed_and_forwarded_points_of_a_metric_are_one_series(tmp_path: Path) 
             assert "pool" not in labels, key  # the target's pool stays off node series
     (job_info,) = [dict(k) for k in found if dict(k)["__name__"] == "ibpool_gpu_job_info"]
     assert (job_info["exported_job"], job_info["pool"], job_info["gpu"]) == ("4242", "training", "0")
+    # `ibpool postmortem` reads both over PromQL: neither holds recorded series or ALERTS (no rules were
+    # loaded), so the shipped rules are replayed over each one's raw series
+    for name, url in (("p", prom.url), ("v", vm.url)):
+        said = f"replayed by vmalert from the shipped rules ({REPO / 'alerts'}) over the PromQL API at {url}"
+        assert f"{said}, which holds no ALERTS" in reports[name], name
+
+
+def postmortem(url: str, at: float, out: Path) -> str:
+    """The report of the last minute from the PromQL API at `url`, with an empty proposal store."""
+    out.mkdir()
+    with open_store(out / "ibpool.db", FakeClock()):
+        pass
+    argv = ["--prometheus.url", url, "--db", str(out / "ibpool.db"), "--out", str(out / "report.html")]
+    assert postmortem_main([*argv, "--from", f"{at - 60:.0f}", "--to", f"{at:.0f}"]) == 0
+    return html.unescape((out / "report.html").read_text(encoding="utf-8"))
