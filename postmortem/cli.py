@@ -175,6 +175,8 @@ def _from_store(args: argparse.Namespace, source: SeriesSource, bounds: tuple[fl
                 raise
             if not has_alerts:
                 data.alert_source = f"no ALERTS in {source.where} for the window, and {exc}"
+            if not has_series:
+                data.source += f" (no recorded series for the window, and {exc})"
         else:
             if replayed.series is not None:
                 data.utilization = replayed.series.utilization

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import threading
 import urllib.parse
 from collections.abc import Iterator, Mapping
@@ -23,6 +24,7 @@ from postmortem.source import Selector
 from tests.proposals.factory import T0, FakeClock, open_store, proposal, vl_weights_doc
 
 APPLY_AT = T0.timestamp() + 120.0
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _value(query: str, labels: dict[str, str], at: float) -> float | None:
@@ -60,9 +62,14 @@ SERIES: dict[str, list[dict[str, str]]] = {
 }
 
 
+HIDDEN: set[str] = set()  # series the names endpoint leaves out (a store without them for the window)
+
+
 def answer(params: Mapping[str, str]) -> dict[str, Any]:
     """A query_range answer for the fixed series above."""
     query = params["query"]
+    if query in HIDDEN:
+        return {"status": "success", "data": {"resultType": "matrix", "result": []}}
     if query not in SERIES:
         return {"status": "error", "errorType": "bad_data", "error": f"unknown {query}"}
     start, end, step = float(params["start"]), float(params["end"]), float(params["step"].rstrip("s"))
@@ -89,7 +96,7 @@ def fake_prometheus() -> Iterator[tuple[str, list[str]]]:
             url = urllib.parse.urlsplit(self.path)
             params = dict(urllib.parse.parse_qsl(url.query))
             if url.path == "/api/v1/label/__name__/values":
-                names = sorted(query.split("{")[0] for query in SERIES)
+                names = sorted(query.split("{")[0] for query in SERIES if query not in HIDDEN)
                 self._answer(json.dumps({"status": "success", "data": names}).encode())
                 return
             if url.path != "/api/v1/query_range":
@@ -168,6 +175,27 @@ def test_report_from_prometheus_and_store(
     assert "<td class=num>2 min</td>" in alerts  # 12:05 to 12:07
     links = html[html.index('id="links"') : html.index('id="faults"')]
     assert links.index("spine01/2") < links.index("node0001/mlx5_0/1")  # sorted by peak
+
+
+def test_a_store_without_alerts_gets_the_rules_replayed_or_says_why_not(
+    fake_prometheus: tuple[str, list[str]],
+    store_db: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys.modules[__name__], "HIDDEN", set(SERIES))  # no recorded series, no ALERTS
+    monkeypatch.setattr("postmortem.replay.store.shutil.which", lambda name: None)
+    url, _ = fake_prometheus
+    out = tmp_path / "report.html"
+    argv = ["--prometheus.url", url, "--db", str(store_db), "--out", str(out)]
+    assert main([*argv, "--from", "2024-05-01T11:30:00Z", "--to", "2024-05-01T12:30:00Z"]) == 0
+    html = out.read_text()
+    reason = "alerts not replayed: victoria-metrics not installed (Debian package victoria-metrics)"
+    alerts = html[html.index('id="alerts"') : html.index('id="pools"')]
+    assert f"no ALERTS in the PromQL API at {url} for the window, and {reason}" in alerts
+    assert f"(no recorded series for the window, and {reason})" in html
+    assert "<table" not in alerts
+    assert main([*argv, "--rules", str(REPO / "alerts")]) == 2  # asked for: an error
 
 
 def test_alert_window_from_prometheus(
