@@ -60,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
         "--influxdb.token-file", dest="influxdb_token_file", type=Path, help="with --influxdb.url: API token"
     )
     parser.add_argument(
-        "--db", type=Path, help="the proposal store (with a --prometheus.url or --influxdb.url)"
+        "--db", type=Path, help="the proposal store (with --prometheus.url or --influxdb.url)"
     )
     parser.add_argument("--from", dest="start", help="window start")
     parser.add_argument("--to", dest="end", help="window end")
