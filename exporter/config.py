@@ -17,7 +17,7 @@ collectors:
 health:
   max_age_seconds: 300
 influx:                         # optional push to InfluxDB; every key: exporter/influx/config.py
-  url: http://influxdb:8086
+  url: http://victoria-metrics:8428
   spill: {directory: /var/lib/ibpool/influx-spill}
 ```
 """

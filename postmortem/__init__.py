@@ -3,17 +3,23 @@
     ibpool postmortem --run DIR [--from T --to T | --alert NAME [--margin 30m]] [--rules PATH] --out FILE
     ibpool postmortem --prometheus.url URL --db ibpool.db [--from T --to T] [--alert NAME] [--rules PATH]
                       --out FILE
+    ibpool postmortem --influxdb.url URL [--influxdb.org ORG --influxdb.bucket B --influxdb.token-file F]
+                      --db ibpool.db ...
     links: [--runbook.url URL] [--grafana.url URL] [--prometheus.link-url URL]   (python -m postmortem.cli)
 
 Sources (`RunData` in `postmortem.model`):
 - a demo run directory (`postmortem.rundir`): its series, timeline, the alerts the shipped rules fired in
   the rule replay (alerts.json), each change's counterfactual (effects.json) and the loop against its
   static twin (twin.json);
-- a Prometheus HTTP API (`postmortem.prometheus`): query_range over the recording rules and ALERTS, plus the
-  proposal store's audit log; the effect of each applied change is then the series before against after
-  it (`postmortem.effects`), labelled so: a live system has no twin.
-`--rules` replays rule files with vmalert over the source's series (`postmortem.replay`, `postmortem.alerts`):
-what they would have fired, for an operator's own rule changes or the shipped rules over a live window.
+- a store of a live system (`postmortem.live`) behind one interface (`postmortem.source.SeriesSource`,
+  asked by series selectors): any PromQL endpoint, Prometheus or a long-term store like VictoriaMetrics
+  (`postmortem.prometheus`), or InfluxDB 2 through Flux (`postmortem.influxdb`); the recording rules and
+  ALERTS, plus the proposal store's audit log; the effect of each applied change is then the series before
+  against after it (`postmortem.effects`), labelled so: a live system has no twin.
+`--rules` replays rule files with vmalert over the source's series (`postmortem.replay`,
+`postmortem.live_replay`): what they would have fired, for an operator's own rule changes or today's rules
+over a window of months ago. A store without ALERTS or recorded series for the window (only the exporters'
+pushed raw series) gets the shipped rules replayed: its alerts and its pool and congestion series.
 
 The report (`postmortem.report` and its `report_*` sections): the window; for a demo run, the loop against
 the static run (table and both on one chart); the alerts with severity, how long they fired, and links to

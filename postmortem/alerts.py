@@ -9,7 +9,9 @@ from typing import Any
 
 from postmortem.model import Alert, Event, InputError
 from postmortem.replay import Firing, ReplayError, RuleSet, replay_lines
-from postmortem.replay.source import Fetch, copy_lines
+
+SHIPPED_RULES = Path(__file__).resolve().parents[1] / "alerts"
+"""The rule files as they ship (this repository's alerts/)."""
 
 
 def from_firings(firings: Iterable[Firing], rules: RuleSet | None) -> list[Alert]:
@@ -73,15 +75,6 @@ def replay_run(series: Path, rules: RuleSet, start: float, end: float) -> list[A
     except OSError as exc:
         raise InputError(f"cannot read {series}: {exc.strerror or exc}") from None
     try:
-        return from_firings(replay_lines(data, rules, start, end).firings, rules)
-    except ReplayError as exc:
-        raise InputError(f"alerts not replayed: {exc}") from None
-
-
-def replay_promql(fetch: Fetch, rules: RuleSet, start: float, end: float) -> list[Alert]:
-    """What `rules` fire over the metrics they read from a Prometheus HTTP API in [start, end]."""
-    try:
-        data, _ = copy_lines(fetch, rules, start=start, end=end)
         return from_firings(replay_lines(data, rules, start, end).firings, rules)
     except ReplayError as exc:
         raise InputError(f"alerts not replayed: {exc}") from None

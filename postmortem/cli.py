@@ -1,9 +1,13 @@
-"""`ibpool postmortem`: a self-contained HTML report of a window, from a demo run directory or Prometheus.
+"""`ibpool postmortem`: a self-contained HTML report of a window, from a demo run directory or a store.
 
-`--rules FILE|DIR` (repeatable) replays those rule files with vmalert over the source's series in the
-window and shows what they fire ("would this rule have fired"): an operator's own rule changes, or the
-shipped rules over a window of a live system. Links: `--runbook.url` (default: relative links to this
-repository's alerts/runbooks), `--grafana.url`, `--prometheus.link-url` (default: `--prometheus.url`).
+Stores: any PromQL endpoint (`--prometheus.url`: Prometheus, or a long-term store such as VictoriaMetrics)
+or an InfluxDB 2 bucket (`--influxdb.url`, Flux), with the proposal store (`--db`). `--rules FILE|DIR`
+(repeatable) replays those rule files with vmalert over the source's series in the window and shows what
+they fire ("would this rule have fired"): an operator's own rule changes, or today's rules over a window
+of months ago. Without `--rules`, a store that holds no ALERTS or no recorded series for the window (a
+long-term store fed only by the exporters' push) gets the shipped rules replayed over its raw series.
+Links: `--runbook.url` (default: relative links to this repository's alerts/runbooks), `--grafana.url`,
+`--prometheus.link-url` (default: `--prometheus.url`).
 """
 
 from __future__ import annotations
@@ -14,15 +18,21 @@ import time
 from pathlib import Path
 
 from postmortem import alerts as alert_views
-from postmortem import prometheus, rundir
+from postmortem import live, rundir
+from postmortem.influxdb import FluxSource
 from postmortem.links import LinkSettings
+from postmortem.live_replay import replay_window
 from postmortem.model import InputError, RunData, clock, parse_duration, parse_time
+from postmortem.prometheus import PromQLSource
 from postmortem.report import render
+from postmortem.source import SeriesSource
 
 USAGE = """\
 ibpool postmortem --run DIR [--from T --to T | --alert NAME [--margin 30m]] [--rules PATH] --out report.html
 ibpool postmortem --prometheus.url URL --db ibpool.db [--from T --to T] [--alert NAME] [--rules PATH]
                   --out FILE
+ibpool postmortem --influxdb.url URL [--influxdb.org ORG] [--influxdb.bucket B] [--influxdb.token-file F]
+                  --db ibpool.db [...]
 links: [--runbook.url URL] [--grafana.url URL] [--prometheus.link-url URL]
 """
 
@@ -36,8 +46,22 @@ def _parser() -> argparse.ArgumentParser:
         "less the margin to its last resolution plus the margin; --from/--to then only bound the search.",
     )
     parser.add_argument("--run", type=Path, help="a demo run directory (ibpool demo --out DIR)")
-    parser.add_argument("--prometheus.url", dest="prometheus_url", help="a Prometheus HTTP API base URL")
-    parser.add_argument("--db", type=Path, help="the proposal store (with --prometheus.url)")
+    parser.add_argument(
+        "--prometheus.url",
+        dest="prometheus_url",
+        help="a PromQL HTTP API base URL: Prometheus, or a long-term store such as VictoriaMetrics",
+    )
+    parser.add_argument("--influxdb.url", dest="influxdb_url", help="an InfluxDB 2 base URL (Flux queries)")
+    parser.add_argument("--influxdb.org", dest="influxdb_org", default="", help="with --influxdb.url: org")
+    parser.add_argument(
+        "--influxdb.bucket", dest="influxdb_bucket", default="ibpool", help="with --influxdb.url (ibpool)"
+    )
+    parser.add_argument(
+        "--influxdb.token-file", dest="influxdb_token_file", type=Path, help="with --influxdb.url: API token"
+    )
+    parser.add_argument(
+        "--db", type=Path, help="the proposal store (with --prometheus.url or --influxdb.url)"
+    )
     parser.add_argument("--from", dest="start", help="window start")
     parser.add_argument("--to", dest="end", help="window end")
     parser.add_argument("--alert", help="centre the window on this alert's firing")
@@ -79,47 +103,100 @@ def alert_window(data: RunData, name: str, margin_s: float) -> tuple[float, floa
     return fired[0] - margin_s, max([*fired, *resolved]) + margin_s
 
 
+def _bounds(args: argparse.Namespace) -> tuple[float, float] | None:
+    if args.start is None and args.end is None:
+        return None
+    if args.start is None or args.end is None:
+        raise InputError("--from and --to go together")
+    bounds = (parse_time(args.start), parse_time(args.end))
+    if bounds[1] <= bounds[0]:
+        raise InputError("--to must be after --from")
+    return bounds
+
+
 def _load(args: argparse.Namespace) -> tuple[RunData, tuple[float, float] | None]:
-    bounds = None
-    if args.start is not None or args.end is not None:
-        if args.start is None or args.end is None:
-            raise InputError("--from and --to go together")
-        bounds = (parse_time(args.start), parse_time(args.end))
-        if bounds[1] <= bounds[0]:
-            raise InputError("--to must be after --from")
+    bounds = _bounds(args)
+    stores = [u for u in (args.prometheus_url, args.influxdb_url) if u]
     if args.run is not None:
-        if args.prometheus_url or args.db:
-            raise InputError("--run reads its own store; --prometheus.url and --db are for the other source")
+        if stores or args.db:
+            raise InputError(
+                "--run reads its own store; --prometheus.url, --influxdb.url and --db are not for it"
+            )
         loaded = rundir.load(args.run)
         if args.rules:
             rundir.replay_with(args.run, loaded, list(args.rules))
         return loaded, bounds
-    if not args.prometheus_url:
-        raise InputError("give --run DIR or --prometheus.url URL with --db FILE")
+    if not stores:
+        raise InputError("give --run DIR, or --prometheus.url URL or --influxdb.url URL with --db FILE")
+    if len(stores) > 1:
+        raise InputError("one store at a time: --prometheus.url or --influxdb.url")
     if args.db is None:
-        raise InputError("--prometheus.url needs --db (the proposal store with the audit log)")
+        raise InputError("a store needs --db (the proposal store with the audit log)")
     if not args.db.is_file():
         raise InputError(f"no proposal store at {args.db}")
     if bounds is None:
         now = time.time()
         bounds = (now - 3600.0, now)
-    source = prometheus.PrometheusSource(
-        prometheus.http_fetch(args.prometheus_url), parse_duration(args.step)
-    )
-    data = source.load(*bounds)
-    data.source = f"Prometheus {args.prometheus_url} and store {args.db}"
-    events, effects = prometheus.audit_events(args.db, data, parse_duration(args.effect_window))
+    source = _store_source(args)
+    try:
+        return _from_store(args, source, bounds), bounds
+    finally:
+        if isinstance(source, FluxSource):
+            source.close()
+
+
+def _store_source(args: argparse.Namespace) -> SeriesSource:
+    if args.prometheus_url:
+        return PromQLSource.at(args.prometheus_url)
+    token = ""
+    if args.influxdb_token_file is not None:
+        try:
+            token = args.influxdb_token_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise InputError(f"cannot read {args.influxdb_token_file}: {exc.strerror or exc}") from None
+    return FluxSource(args.influxdb_url, args.influxdb_bucket, org=args.influxdb_org, token=token)
+
+
+def _from_store(args: argparse.Namespace, source: SeriesSource, bounds: tuple[float, float]) -> RunData:
+    """Series and alerts from the store; the rules replayed over it when asked (`--rules`) or when it
+    holds no recorded series or no ALERTS for the window (the shipped rules then); the audit log."""
+    step = parse_duration(args.step)
+    data = live.load(source, *bounds, step)
+    names = source.names(*bounds)
+    has_series, has_alerts = bool(names & live.RECORDED), live.ALERTS.name in names
+    data.source = f"{source.where} and store {args.db}"
+    if args.rules or not has_series or not has_alerts:
+        paths = list(args.rules) or [alert_views.SHIPPED_RULES]
+        ruleset = alert_views.load_rules(paths)
+        try:
+            replayed = replay_window(source, ruleset, *bounds, step, series=not has_series)
+        except InputError as exc:
+            if args.rules:
+                raise
+            if not has_alerts:
+                data.alert_source = f"no ALERTS in {source.where} for the window, and {exc}"
+            if not has_series:
+                data.source += f" (no recorded series for the window, and {exc})"
+        else:
+            if replayed.series is not None:
+                data.utilization = replayed.series.utilization
+                data.pending = replayed.series.pending
+                data.congestion = replayed.series.congestion
+                data.source += " (pool and congestion series computed from its raw series by the replay)"
+            shown = ", ".join(str(p) for p in paths)
+            if args.rules:
+                live.set_alerts(
+                    data,
+                    replayed.alerts,
+                    f"would have fired: replayed by vmalert from {shown} over {source.where}",
+                )
+            elif not has_alerts:
+                text = f"replayed by vmalert from the shipped rules ({shown}) over {source.where}"
+                live.set_alerts(data, replayed.alerts, text + ", which holds no ALERTS for the window")
+    events, effects = live.audit_events(args.db, data, parse_duration(args.effect_window))
     data.events += events
     data.effects = effects
-    if args.rules:
-        ruleset = alert_views.load_rules(list(args.rules))
-        replayed = alert_views.replay_promql(source.fetch, ruleset, *bounds)
-        data.events = [e for e in data.events if e.kind not in ("alert", "resolved")]
-        data.events += alert_views.events(replayed)
-        data.alerts = replayed
-        names = ", ".join(str(p) for p in args.rules)
-        data.alert_source = f"would have fired: replayed by vmalert from {names} over {args.prometheus_url}"
-    return data, bounds
+    return data
 
 
 def main(argv: list[str]) -> int:

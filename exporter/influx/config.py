@@ -2,7 +2,7 @@
 
 ```yaml
 influx:
-  url: http://influxdb:8086          # push is on when this is set
+  url: http://victoria-metrics:8428          # push is on when this is set
   token_file: /etc/ibpool/influx-token
   org: ibpool
   bucket: ibpool
@@ -15,6 +15,7 @@ influx:
   replay_seconds: 30.0               # re-send what was acknowledged this recently when the server goes away
   timeout_seconds: 10.0
   gzip: false
+  labels: cluster=gpu-a              # added to every point as a scrape adds target labels (target_labels)
 ```
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from exporter.influx import target_labels
 from exporter.influx.settings import PushSettings
 from foundation.settings import Bad, Option
 
@@ -56,6 +58,9 @@ INFLUX_OPTIONS: tuple[Option, ...] = (
     Option("--influx.timeout-seconds", "influx.timeout_seconds", "influx.timeout_seconds", float,
            "HTTP timeout per write (10)"),
     Option("--influx.gzip", "influx.gzip", "influx.gzip", bool, "gzip the writes"),
+    Option("--influx.labels", "influx.labels", "influx.labels", str,
+           "k=v,... added to every point as a scrape's target labels (defaults: job=ibpool-node, "
+           "instance and node the short host name; k= leaves one out)"),
 )  # fmt: skip
 
 
@@ -68,8 +73,11 @@ def validate_influx(settings: PushSettings, bad: Bad) -> None:
 
 
 def push_settings(settings: PushSettings) -> PushSettings | None:
-    """The push's settings with the token read from its file, or None when no URL is configured."""
+    """The push's settings with the token read from its file and the target labels resolved (over the
+    defaults, `exporter.influx.target_labels`), or None when no URL is configured."""
     if not settings.url:
         return None
     token = settings.token_file.read_text().strip() if settings.token_file is not None else settings.token
-    return dataclasses.replace(settings, token=token)
+    given, _ = target_labels.parse(settings.labels)
+    labels = target_labels.with_defaults(given, target_labels.short_hostname())
+    return dataclasses.replace(settings, token=token, target_labels=labels)

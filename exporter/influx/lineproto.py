@@ -6,6 +6,9 @@ that ends in a backslash gets a space; empty tag values are left out; tags are s
 always written as floats (`value=3`, never the integer form `3i`), so a series never changes field type;
 NaN and +-Inf, which line protocol cannot carry, are skipped and counted.
 
+Target labels (`target_labels`): added to every point as a scrape adds them, a clashing own label renamed
+`exported_<name>`, so a pushed series has the name and labels Prometheus would store it under.
+
 Speed: each series' `measurement,tags value=` prefix is built once (parsing the family's pre-rendered
 Prometheus label string) and cached, so a point costs one dict lookup and a string join.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from exporter.influx import target_labels
 from foundation.exposition import MetricFamily, MetricSpec
 
 FIELD = "value"
@@ -94,13 +98,17 @@ class Chunk:
 
 
 class LineEncoder:
-    """Encodes collections into chunks of at most `chunk_points` lines, caching every series' prefix."""
+    """Encodes collections into chunks of at most `chunk_points` lines, caching every series' prefix;
+    `target` labels are added to every series (`target_labels.apply`)."""
 
-    def __init__(self, chunk_points: int = 5000, max_series: int = 500_000) -> None:
+    def __init__(
+        self, chunk_points: int = 5000, max_series: int = 500_000, target: target_labels.Labels = ()
+    ) -> None:
         if chunk_points < 1:
             raise ValueError("chunk_points must be >= 1")
         self.chunk_points = chunk_points
         self._max_series = max_series
+        self._target = target
         self._prefixes: dict[tuple[str, str], str] = {}
 
     def prefix(self, spec: MetricSpec, rendered: str) -> str:
@@ -110,7 +118,8 @@ class LineEncoder:
         if found is None:
             if len(self._prefixes) >= self._max_series:
                 self._prefixes.clear()
-            found = series_prefix(spec.name, parse_labels(spec.labels, rendered))
+            own = parse_labels(spec.labels, rendered)
+            found = series_prefix(spec.name, target_labels.apply(own, self._target))
             self._prefixes[key] = found
         return found
 

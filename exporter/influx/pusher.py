@@ -7,9 +7,12 @@ samples, GPM) are untouched and pushed points average over the push interval. Re
 registry's last result was rejected: the push would then only be as fine as the scrapes, and collecting
 on the scrape registry would shrink the scrape's averaging window to the push interval.
 
-Points. Measurement = metric name, tags = labels, field `value`, timestamp = the collection's start in ns
-(`lineproto`). A point is fully determined at collection, so sending it twice writes the same (series,
-timestamp, value): writes are idempotent by construction. InfluxDB overwrites such a point; VictoriaMetrics
+Points. Measurement = metric name, tags = labels plus the target labels a scrape would add (`target_labels`),
+field `value`, timestamp = the collection's start in ns (`lineproto`): in a store that maps a single-field
+measurement to a metric (VictoriaMetrics `-influxSkipSingleField`) a pushed point lands in the series a
+Prometheus remote write of the same sample does (docs/long-term-store.md). A point is fully determined at
+collection, so sending it twice writes the same (series, timestamp, value): writes are idempotent by
+construction. InfluxDB overwrites such a point; VictoriaMetrics
 keeps both copies unless it runs with `-dedup.minScrapeInterval` (1ms is enough; the tests show both).
 
 Why not influxdb-client's batching `WriteApi`: after `max_retries` or `max_retry_time` it drops the batch
@@ -76,7 +79,7 @@ class InfluxPusher:
         replay = ReplayWindow(s.replay_seconds, s.buffer_points) if s.replay_seconds > 0 else None
         self.buffer = PushBuffer(s.batch_size, s.buffer_points, spill, replay=replay)
         self.stats = PushStats()
-        self.encoder = LineEncoder(s.batch_size)
+        self.encoder = LineEncoder(s.batch_size, target=s.target_labels)
         self._writer = writer or InfluxWriter(
             s.url, s.bucket, org=s.org, token=s.token, timeout_seconds=s.timeout_seconds, gzip=s.gzip
         )

@@ -5,12 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from exporter.influx.target_labels import Labels, parse
+
 
 @dataclass(frozen=True)
 class PushSettings:
     """Server, sampling, batching, buffering and retry settings of the push (off while `url` is empty).
 
-    `token` is read from `token_file` when the push starts (`exporter.influx.config.push_settings`)."""
+    `token` is read from `token_file` and `target_labels` resolved from `labels` (over the defaults) when the
+    push starts (`exporter.influx.config.push_settings`)."""
 
     url: str = ""
     bucket: str = "ibpool"
@@ -32,10 +35,13 @@ class PushSettings:
     timeout_seconds: float = 10.0
     gzip: bool = False
     drain_seconds: float = 5.0
+    labels: str = ""
+    target_labels: Labels = ()
 
     def problems(self) -> list[tuple[str, str]]:
         """(field, message) for every invalid value."""
         out: list[tuple[str, str]] = []
+        out.extend(("labels", problem) for problem in parse(self.labels)[1])
         if self.token_file is not None and not self.token_file.is_file():
             out.append(("token_file", f"file not found: {self.token_file}"))
         if not self.url.startswith(("http://", "https://")):

@@ -7,11 +7,11 @@ for f in result.firings: f.name, f.severity, f.labels, f.start, f.end, f.duratio
 ```
 
 `rules` reads and orders the rule files, `store` runs a private VictoriaMetrics, `vmalert` runs the replay
-level by level and reads the firing runs back from `ALERTS`, `source` copies the rules' metrics from any
-Prometheus HTTP API so a window of a live system can be replayed too. No alert condition is evaluated in
-Python: every firing comes from vmalert. Without `victoria-metrics` or `vmalert` installed,
-`ReplayUnavailableError` says so (Debian package victoria-metrics); callers report that plainly and carry
-on without alerts.
+level by level and reads the firing runs back from `ALERTS`, `source` copies the rules' raw metrics from any
+store a report reads (PromQL or InfluxDB 2) so a window of a live system, months old, can be replayed
+too. No alert condition is evaluated in Python: every firing comes from vmalert. Without
+`victoria-metrics` or `vmalert` installed, `ReplayUnavailableError` says so (Debian package
+victoria-metrics); callers report that plainly and carry on without alerts.
 """
 
 from postmortem.replay.errors import ReplayError, ReplayUnavailableError

@@ -1,33 +1,28 @@
-"""Series for a replay read from any Prometheus HTTP API (Prometheus, VictoriaMetrics, ...) over a window.
+"""Series for a replay, copied from any store a report reads (`postmortem.source.SeriesSource`) over a window.
 
-Only the metrics the rules mention are copied (the names in their expressions that the source knows),
-each with `query_range` at the evaluation interval from `lookback` before the window (the rules look up
-to a day back: `max_over_time(...[1d])`) to its end. The copy goes into a scratch store, never back into
-the source.
+Only the raw metrics the rules read are copied: the names in their expressions that the store holds in
+the window, less what the rules record themselves and `ALERTS`/`ALERTS_FOR_STATE` (the replay computes
+those again, from the rules as they are now; a copy of the old results would mix with the new ones).
+Each is sampled at the evaluation interval from `lookback` before the window (the rules look up to a day
+back: `max_over_time(...[1d])`) to its end. The copy goes into a scratch store, never back into the source.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import Any
 
+from postmortem.model import InputError
 from postmortem.replay.errors import ReplayError
 from postmortem.replay.rules import RuleSet
 from postmortem.replay.store import gzip_lines
+from postmortem.source import Selector, SeriesSource
 
-Fetch = Callable[[str, Mapping[str, str]], Any]
 DEFAULT_LOOKBACK_SECONDS = 86400.0
-
-
-def _data(answer: Any, what: str) -> Any:
-    if not isinstance(answer, dict) or answer.get("status") != "success":
-        error = answer.get("error", answer) if isinstance(answer, dict) else answer
-        raise ReplayError(f"{what}: {error}")
-    return answer.get("data")
+RULE_ENGINE_SERIES = frozenset({"ALERTS", "ALERTS_FOR_STATE"})
 
 
 def copy_lines(
-    fetch: Fetch,
+    source: SeriesSource,
     rules: RuleSet,
     *,
     start: float,
@@ -35,28 +30,23 @@ def copy_lines(
     step: float = 60.0,
     lookback: float = DEFAULT_LOOKBACK_SECONDS,
 ) -> tuple[bytes, list[str]]:
-    """The rules' metrics over [start - lookback, end] as gzip JSON lines, and the names copied."""
-    known = set(_data(fetch("/api/v1/label/__name__/values", {}), "metric names") or [])
-    names = sorted(rules.metric_names() & known)
-    series: list[dict[str, Any]] = []
-    for name in names:
-        params = {
-            "query": name,
-            "start": f"{start - lookback:.3f}",
-            "end": f"{end:.3f}",
-            "step": f"{step:g}s",
-        }
-        for item in _data(fetch("/api/v1/query_range", params), f"query_range {name}").get("result", []):
-            values = [(float(at), float(v)) for at, v in item.get("values", [])]
-            if not values:
-                continue
-            metric = {str(k): str(v) for k, v in item.get("metric", {}).items()}
-            metric.setdefault("__name__", name)
-            series.append(
-                {
-                    "metric": metric,
-                    "timestamps": [round(at * 1000) for at, _ in values],
-                    "values": [v for _, v in values],
-                }
-            )
+    """The rules' raw metrics over [start - lookback, end] as gzip JSON lines, and the names copied
+    (ReplayError when the source cannot be read)."""
+    recorded = {r.name for r in rules.rules if not r.is_alert} | RULE_ENGINE_SERIES
+    try:
+        known = source.names(start - lookback, end)
+        names = sorted((rules.metric_names() & known) - recorded)
+        series: list[dict[str, Any]] = []
+        for name in names:
+            for labels, points in source.select(Selector(name), start - lookback, end, step):
+                if points:
+                    series.append(
+                        {
+                            "metric": {**labels, "__name__": name},
+                            "timestamps": [round(at * 1000) for at, _ in points],
+                            "values": [v for _, v in points],
+                        }
+                    )
+    except InputError as exc:
+        raise ReplayError(f"copying the rules' series from {source.where}: {exc}") from None
     return gzip_lines(series), names

@@ -16,6 +16,10 @@ temporary directory (or the one given), and waits for `/health`. Flags: `-influx
 measurement `m` with the single field `value` becomes metric `m`, not `m_value`), `-search.latencyOffset=0s`
 (recent samples are visible at once) and, with `dedup=True`, `-dedup.minScrapeInterval=1ms`: without it
 VictoriaMetrics keeps both copies of a sample written twice with the same series and timestamp.
+
+`LONG_TERM_ARGS` are the long-term store's own flags as compose.yaml runs it (tests/dashboards checks they
+agree): `-retentionPeriod=400d`. Without it VictoriaMetrics keeps one month and drops older samples on
+write while still answering 204, so an incident pushed (or replayed from a spill) 60 days late is lost.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from typing import Any
 from simulator.backends.processes import free_port, http_get, start_http_program, stop
 
 VICTORIA_METRICS = shutil.which("victoria-metrics")
+LONG_TERM_ARGS = ("-retentionPeriod=400d",)
 Labels = tuple[tuple[str, str], ...]
 Samples = dict[Labels, list[tuple[int, float]]]  # series -> [(timestamp ms, value)], in time order
 

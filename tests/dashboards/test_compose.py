@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
+from simulator.backends.victoria_metrics import LONG_TERM_ARGS
+
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "compose.yaml"
 PROMETHEUS = REPO / "deploy" / "prometheus" / "prometheus.yml"
@@ -20,7 +22,7 @@ ALERTMANAGER = REPO / "deploy" / "alertmanager" / "alertmanager.yml"
 PROVISIONING = REPO / "dashboards" / "provisioning"
 IBPOOL_SERVICES = {"cluster", "recommender"}
 RULES_MOUNT = "/etc/prometheus/rules"
-SERVICES = IBPOOL_SERVICES | {"prometheus", "alertmanager", "grafana", "influxdb", "telegraf"}
+SERVICES = IBPOOL_SERVICES | {"prometheus", "alertmanager", "grafana", "victoria-metrics"}
 
 
 def compose_binary() -> Path | None:
@@ -133,14 +135,28 @@ def test_prometheus_loads_the_rules_from_alerts() -> None:
 def test_grafana_is_provisioned_with_the_default_prometheus_and_the_json() -> None:
     """The dashboards' $datasource picks the default Prometheus datasource; none names a uid."""
     (prometheus,) = [
-        d
-        for d in _load(PROVISIONING / "datasources" / "ibpool.yaml")["datasources"]
-        if d["type"] == "prometheus"
+        d for d in _load(PROVISIONING / "datasources" / "ibpool.yaml")["datasources"] if d.get("isDefault")
     ]
-    assert prometheus["isDefault"] is True and prometheus["url"] == "http://prometheus:9090"
+    assert prometheus["type"] == "prometheus" and prometheus["url"] == "http://prometheus:9090"
     for board in (REPO / "dashboards" / "json").glob("*.json"):
         assert prometheus["uid"] not in board.read_text(), board.name
     (provider,) = _load(PROVISIONING / "dashboards" / "ibpool.yaml")["providers"]
     volumes = _load(COMPOSE)["services"]["grafana"]["volumes"]
     assert f"./dashboards/json:{provider['options']['path']}:ro" in volumes
     assert "./dashboards/provisioning:/etc/grafana/provisioning:ro" in volumes
+
+
+def test_the_long_term_store_runs_with_the_flags_the_tests_run_it_with() -> None:
+    """compose's VictoriaMetrics has the flags of simulator/backends/victoria_metrics.py (one schema for the
+    push, dedup, the retention), Prometheus remote-writes to it, and Grafana reads it over PromQL."""
+    service = _load(COMPOSE)["services"]["victoria-metrics"]
+    flags = {str(arg).split("#")[0].strip() for arg in service["command"]}
+    assert {"-influxSkipSingleField", "-dedup.minScrapeInterval=1ms", *LONG_TERM_ARGS} <= flags
+    port = next(f for f in flags if f.startswith("-httpListenAddr=")).rsplit(":", 1)[1]
+    (remote,) = _load(PROMETHEUS)["remote_write"]
+    assert remote["url"] == f"http://victoria-metrics:{port}/api/v1/write"
+    assert [rule["target_label"] for rule in remote["write_relabel_configs"]] == ["pool", "exported_pool"]
+    datasources = _load(PROVISIONING / "datasources" / "ibpool.yaml")["datasources"]
+    (long_term,) = [d for d in datasources if "victoria-metrics" in d["url"]]
+    assert long_term["type"] == "prometheus" and long_term["url"] == f"http://victoria-metrics:{port}"
+    assert "victoria-metrics" in _load(COMPOSE)["services"]["prometheus"]["depends_on"]

@@ -1,10 +1,11 @@
-"""The Prometheus source: query_range over the recording rules and ALERTS (a fake HTTP responder) plus the
+"""A PromQL store: query_range over the recording rules and ALERTS (a fake HTTP responder) plus the
 proposal store's audit log, through `main(argv)`; and the source's parsing on a fake Fetch."""
 
 from __future__ import annotations
 
 import json
 import math
+import sys
 import threading
 import urllib.parse
 from collections.abc import Iterator, Mapping
@@ -15,25 +16,28 @@ from typing import Any
 
 import pytest
 
-from postmortem import prometheus
+from postmortem import live
 from postmortem.cli import main
 from postmortem.model import InputError
+from postmortem.prometheus import PromQLSource
+from postmortem.source import Selector
 from tests.proposals.factory import T0, FakeClock, open_store, proposal, vl_weights_doc
 
 APPLY_AT = T0.timestamp() + 120.0
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _value(query: str, labels: dict[str, str], at: float) -> float | None:
     after = at > APPLY_AT
-    if query == prometheus.UTILIZATION:
+    if query == live.UTILIZATION.promql():
         return (0.8 if after else 0.3) if labels["pool"] == "a" else 0.5
-    if query == prometheus.PENDING:
+    if query == live.PENDING.promql():
         return (0.0 if after else 16.0) if labels["pool"] == "a" else float("nan")
-    if query == prometheus.FABRIC_CONGESTION:
+    if query == live.FABRIC_CONGESTION.promql():
         return 0.1 if after else 0.5
-    if query == prometheus.HCA_CONGESTION:
+    if query == live.HCA_CONGESTION.promql():
         return 0.05
-    if query == prometheus.ALERTS:
+    if query == live.ALERTS.promql():
         if labels["alertname"] == "IbPortCongested":
             return 1.0 if T0.timestamp() - 600 <= at <= T0.timestamp() + 600 else None
         return 1.0 if T0.timestamp() + 300 <= at <= T0.timestamp() + 360 else None
@@ -41,11 +45,11 @@ def _value(query: str, labels: dict[str, str], at: float) -> float | None:
 
 
 SERIES: dict[str, list[dict[str, str]]] = {
-    prometheus.UTILIZATION: [{"pool": "a"}, {"pool": "b"}],
-    prometheus.PENDING: [{"pool": "a"}, {"pool": "b"}],
-    prometheus.FABRIC_CONGESTION: [{"node_guid": "0x2", "node_desc": "spine01", "port": "2"}],
-    prometheus.HCA_CONGESTION: [{"node": "node0001", "device": "mlx5_0", "port": "1"}],
-    prometheus.ALERTS: [
+    live.UTILIZATION.promql(): [{"pool": "a"}, {"pool": "b"}],
+    live.PENDING.promql(): [{"pool": "a"}, {"pool": "b"}],
+    live.FABRIC_CONGESTION.promql(): [{"node_guid": "0x2", "node_desc": "spine01", "port": "2"}],
+    live.HCA_CONGESTION.promql(): [{"node": "node0001", "device": "mlx5_0", "port": "1"}],
+    live.ALERTS.promql(): [
         {"alertname": "IbPortCongested", "alertstate": "firing", "port": "2"},
         {
             "alertname": "GpuFellOffBus",
@@ -58,9 +62,14 @@ SERIES: dict[str, list[dict[str, str]]] = {
 }
 
 
+HIDDEN: set[str] = set()  # series the names endpoint leaves out (a store without them for the window)
+
+
 def answer(params: Mapping[str, str]) -> dict[str, Any]:
     """A query_range answer for the fixed series above."""
     query = params["query"]
+    if query in HIDDEN:
+        return {"status": "success", "data": {"resultType": "matrix", "result": []}}
     if query not in SERIES:
         return {"status": "error", "errorType": "bad_data", "error": f"unknown {query}"}
     start, end, step = float(params["start"]), float(params["end"]), float(params["step"].rstrip("s"))
@@ -86,11 +95,17 @@ def fake_prometheus() -> Iterator[tuple[str, list[str]]]:
         def do_GET(self) -> None:
             url = urllib.parse.urlsplit(self.path)
             params = dict(urllib.parse.parse_qsl(url.query))
+            if url.path == "/api/v1/label/__name__/values":
+                names = sorted(query.split("{")[0] for query in SERIES if query not in HIDDEN)
+                self._answer(json.dumps({"status": "success", "data": names}).encode())
+                return
             if url.path != "/api/v1/query_range":
                 self.send_error(404)
                 return
             queries.append(params["query"])
-            body = json.dumps(answer(params)).encode()
+            self._answer(json.dumps(answer(params)).encode())
+
+        def _answer(self, body: bytes) -> None:
             self.send_response(200 if b'"success"' in body else 400)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -112,8 +127,11 @@ def fake_prometheus() -> Iterator[tuple[str, list[str]]]:
 
 @pytest.fixture
 def store_db(tmp_path: Path) -> Path:
+    return fill_store(tmp_path / "ibpool.db")
+
+
+def fill_store(db: Path) -> Path:
     """A store with one applied change at T0 + 2 min and one refused approval."""
-    db = tmp_path / "ibpool.db"
     clock = FakeClock()
     with open_store(db, clock) as store:
         stored, _ = store.submit(proposal(), proposer="policy:quota")
@@ -152,11 +170,32 @@ def test_report_from_prometheus_and_store(
     faults = html[html.index('id="faults"') : html.index('id="timeline"')]
     assert "GpuFellOffBus" in faults
     alerts = html[html.index('id="alerts"') : html.index('id="pools"')]
-    assert "Prometheus ALERTS" in alerts
+    assert "ALERTS in the PromQL API at http" in alerts
     assert '<td class="severity sev-critical">critical</td><td>node0024 GPU 3</td>' in alerts
     assert "<td class=num>2 min</td>" in alerts  # 12:05 to 12:07
     links = html[html.index('id="links"') : html.index('id="faults"')]
     assert links.index("spine01/2") < links.index("node0001/mlx5_0/1")  # sorted by peak
+
+
+def test_a_store_without_alerts_gets_the_rules_replayed_or_says_why_not(
+    fake_prometheus: tuple[str, list[str]],
+    store_db: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys.modules[__name__], "HIDDEN", set(SERIES))  # no recorded series, no ALERTS
+    monkeypatch.setattr("postmortem.replay.store.shutil.which", lambda name: None)
+    url, _ = fake_prometheus
+    out = tmp_path / "report.html"
+    argv = ["--prometheus.url", url, "--db", str(store_db), "--out", str(out)]
+    assert main([*argv, "--from", "2024-05-01T11:30:00Z", "--to", "2024-05-01T12:30:00Z"]) == 0
+    html = out.read_text()
+    reason = "alerts not replayed: victoria-metrics not installed (Debian package victoria-metrics)"
+    alerts = html[html.index('id="alerts"') : html.index('id="pools"')]
+    assert f"no ALERTS in the PromQL API at {url} for the window, and {reason}" in alerts
+    assert f"(no recorded series for the window, and {reason})" in html
+    assert "<table" not in alerts
+    assert main([*argv, "--rules", str(REPO / "alerts")]) == 2  # asked for: an error
 
 
 def test_alert_window_from_prometheus(
@@ -177,9 +216,9 @@ def test_unreachable_prometheus_and_missing_store(
     out = tmp_path / "r.html"
     argv = ["--prometheus.url", "http://127.0.0.1:1", "--db", str(store_db), "--out", str(out)]
     assert main([*argv, "--from", "0", "--to", "60"]) == 2
-    assert "cannot query Prometheus" in capsys.readouterr().err
+    assert "cannot query the PromQL API" in capsys.readouterr().err
     assert main(["--prometheus.url", "http://127.0.0.1:1", "--out", str(out)]) == 2
-    assert "needs --db" in capsys.readouterr().err
+    assert "a store needs --db" in capsys.readouterr().err
     assert main(["--prometheus.url", "http://x", "--db", str(tmp_path / "none.db"), "--out", str(out)]) == 2
     assert "no proposal store" in capsys.readouterr().err
     assert not out.exists()
@@ -190,9 +229,9 @@ def test_source_parsing_on_a_fake_fetch() -> None:
         assert path == "/api/v1/query_range"
         return answer(params)
 
-    source = prometheus.PrometheusSource(fetch, step_s=60)
+    source = PromQLSource(fetch)
     start = T0.timestamp() - 1200
-    data = source.load(start, start + 2400)
+    data = live.load(source, start, start + 2400, 60.0)
     assert sorted(data.utilization) == ["a", "b"]
     assert data.pending["b"] == []  # NaN samples are left out
     assert all(v == 16.0 for at, v in data.pending["a"] if at <= APPLY_AT)
@@ -205,11 +244,11 @@ def test_source_parsing_on_a_fake_fetch() -> None:
     assert fired == T0.timestamp() - 600
 
     with pytest.raises(InputError, match="unknown"):
-        source.query_range("nope", start, start + 60)
+        source.select(Selector("nope"), start, start + 60, 60.0)
 
 
 def test_store_audit_events(store_db: Path) -> None:
-    events, effects = prometheus.audit_events(store_db)
+    events, effects = live.audit_events(store_db)
     assert [e.kind for e in events] == ["proposal", "approval", "apply", "proposal", "refusal"]
     assert effects == []  # no series to measure on
     assert events[2].at == APPLY_AT

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from postmortem import alerts as alert_views
+from postmortem.live_replay import replay_window
 from postmortem.model import InputError
-from postmortem.prometheus import http_fetch
+from postmortem.prometheus import PromQLSource
 from postmortem.replay import ReplayUnavailableError, RuleSet, ScratchStore, gzip_lines, replay_lines
 from postmortem.replay.errors import ReplayError
 from postmortem.replay.source import copy_lines
@@ -111,19 +112,27 @@ def test_for_and_severity_come_from_the_rule_engine(tmp_path: Path) -> None:
 @pytest.mark.integration
 def test_a_window_of_another_store_replays_without_touching_it() -> None:
     rules = RuleSet.load([ALERTS])
+    old_results = [  # what a Prometheus recorded and fired then: never copied, computed again
+        _series("pool:ibpool_pool_pending_gpus:sum", {"pool": "a"}, [99.0] * 36),
+        _series("ALERTS", {"alertname": "Old", "alertstate": "firing"}, [1.0] * 36),
+    ]
     with ScratchStore.start() as source:
-        source.import_lines(gzip_lines(pools(2, 12)))
+        source.import_lines(gzip_lines(pools(2, 12) + old_results))
         source.flush()
-        fetch = http_fetch(source.url)
-        data, names = copy_lines(fetch, rules, start=T0, end=T0 + 36 * STEP)
+        store = PromQLSource.at(source.url)
+        data, names = copy_lines(store, rules, start=T0, end=T0 + 36 * STEP)
         assert "ibpool_pool_pending_gpus" in names
-        replayed = alert_views.replay_promql(fetch, rules, T0, T0 + 36 * STEP)
-        assert [(a.name, a.severity, a.labels["pool"]) for a in replayed] == [
+        assert "pool:ibpool_pool_pending_gpus:sum" not in names and "ALERTS" not in names
+        replayed = replay_window(store, rules, T0, T0 + 36 * STEP, series=True)
+        assert [(a.name, a.severity, a.labels["pool"]) for a in replayed.alerts] == [
             ("GpuPoolImbalanced", "warning", "a")
         ]
-        assert replayed[0].summary.startswith("GPU demand pending")
-        assert "ibpool_pool_pending_gpus" in replayed[0].expr
-        assert source.export("ALERTS", T0 - 86400, T0 + 86400) == []  # results went to a scratch store
+        assert replayed.alerts[0].summary.startswith("GPU demand pending")
+        assert "ibpool_pool_pending_gpus" in replayed.alerts[0].expr
+        assert replayed.series is not None  # the recording rules as the replay computed them
+        pending = dict(replayed.series.pending["a"])
+        assert pending[T0 + 5 * STEP] == 16.0 and pending[T0 + 20 * STEP] == 0.0
+        assert len(source.export("ALERTS", T0 - 86400, T0 + 86400)) == 1  # results went to a scratch store
         assert data[:2] == b"\x1f\x8b"
 
 

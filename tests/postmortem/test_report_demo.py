@@ -253,7 +253,7 @@ def test_missing_inputs(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["--run", str(run_dir), "--alert", "X", "--margin", "soon", "--out", str(out)]) == 2
     assert "not a duration" in capsys.readouterr().err
     assert main(["--out", str(out)]) == 2
-    assert "give --run DIR or --prometheus.url" in capsys.readouterr().err
+    assert "give --run DIR, or --prometheus.url" in capsys.readouterr().err
     assert main(["--run", str(run_dir)]) == 2  # --out is required (argparse usage error)
     assert not out.exists()
 
