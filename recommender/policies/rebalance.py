@@ -5,37 +5,42 @@ Pure logic (no I/O, no clock): the backtest and the live recommender build a `Cl
 
 1. **Take-backs** (sharing safety first). An owner whose demand exceeds its capacity (incoming nodes
    counted) while its own nodes are held elsewhere recalls just enough of them, idle ones first; an owner
-   too **sparse** to afford a take-back's wait (below) recalls all of them at once (its next burst is of
-   unknown size). A loan younger than the reversal window is never recalled (that would be a reversal);
-   take-backs are prepaid by the lend (below), so no budget holds them back.
+   too **sparse** to afford even a reclaim's wait (below) recalls all of them at once (its next burst is
+   of unknown size). A node comes home by **drain** (its holder's jobs left to end; the owner waits
+   `drain_min`) or by **reclaim** (the holder's jobs on it requeued; the owner waits `reclaim_min`, the
+   holder loses `preempt_loss_min` of work per GPU it ran there): reclaimed when the owner wants it now and
+   either the owner's wait allowance cannot absorb a drain or the waiting the drain would add exceeds the
+   work the requeue loses. A loan younger than the reversal window is never recalled, by either (that would
+   be a reversal); take-backs are prepaid by the lend (below), so no budget holds them back.
 2. **Lends** (when the view is a planning cycle). For every taker (a pool whose demand exceeds its
    capacity and which has none of its own nodes away) and every donor with an idle whole node, the
    planner values lending one more node:
 
-       value = use x (L - drain) - node x drain x min(1, rises / watched x L)
+       value = use x (L - drain) - cost x min(1, rises / watched x L)
 
    `L` is the loan's expected length: how long the donor's node is expected to stay idle (persistence:
    as long as it already has, capped at the history window; cut short where a calibrated time-of-day
    profile expects the donor's demand back). `use` is what one more node would serve the taker per
    minute over L, forecast at L's own scale (the trailing hour, day or week, or the profile where it
-   forecasts better). The last term is the donor's expected wait: a take-back's drain at the rate its
-   demand rose above the level it keeps. A donor lends only a node idle for at least the reversal window,
-   and only while the drains of its rises fit in its wait allowance: `rises x drain <= (1 - wait_quantile)
-   x busy minutes` over the history window. A pool with demand but too few demand minutes to absorb a
-   single drain (`(1 - q) x busy < drain`) is **sparse**: it lends nothing (a pool with no demand at all
-   over the window, the slow lane, lends freely). Nodes go one at a time to the best value per budget
-   token, while that value pays at least the token's price.
+   forecasts better). The last term is the donor's expected take-back at the rate its demand rose above
+   the level it keeps, at the cheaper `cost` of the take-backs its wait allowance absorbs: a drain (`node
+   x drain`) while the drains of its rises fit `rises x drain <= (1 - wait_quantile) x busy minutes`, a
+   reclaim (`node x reclaim + use x preempt_loss`) while reclaims do. A loan must outlast the reversal
+   window by the take-back's lead. A pool with demand but too few demand minutes to absorb a single
+   reclaim (`(1 - q) x busy < reclaim`) is **sparse**: it lends nothing (a pool with no demand at all over
+   the window, the slow lane, lends freely). Nodes go one at a time to the best value per budget token,
+   while that value pays at least the token's price.
 3. **The budget** is a token bucket: `moves_per_pool_day x pools` tokens a day, holding at most one
    day's worth (at least the 2 tokens of one lend) and starting empty (the future's budget is never
    spent). A lend from the node's home costs 2 tokens (the move and its return), a lend of a borrowed
-   node onward 1 (its return is already paid), a take-back 0. So the moves made never exceed the tokens
-   accrued plus the bucket. A token's price falls as the bucket fills: `node x reversal window x
-   (1 - level / capacity)` GPU-minutes, i.e. a move must buy up to an hour of a node's work when the
-   budget is short, and anything of value when the budget would otherwise overflow.
+   node onward 1 (its return is already paid), a take-back 0 (by drain or by reclaim). So the moves made
+   never exceed the tokens accrued plus the bucket. A token's price is what tokens have been buying,
+   falling as the bucket fills (see `token_price`).
 4. No pair of pools exchanges nodes in both directions within the reversal window (no reversals).
 
 Every move carries its evidence: the taker's forecast use and the loan expected, the donor's idle span,
-rises and allowance, the value expected and the budget left.
+rises and allowance, the take-back its protection assumed, the value expected and the budget left; a
+reclaim, the GPUs it requeues and the work they lose against the owner's waiting it spares.
 """
 
 from __future__ import annotations
