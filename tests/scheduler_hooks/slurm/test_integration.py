@@ -191,7 +191,8 @@ def test_a_job_that_cannot_be_requeued_makes_the_move_give_up(slurm: SlurmCluste
         _adapter(slurm, drain_deadline_seconds=1, on_drain_deadline="requeue").apply(
             MOVE, steps, proposal="reclaim2"
         )
-    assert caught.value.record.outcome is Outcome.GAVE_UP
+    record = caught.value.record
+    assert isinstance(record, ApplyRecord) and record.outcome is Outcome.GAVE_UP
     assert steps.names == ["planned", "drained", "requeued", "resumed", "gave_up"]
     assert steps.seen[2][1]["jobs"] == []
     assert _members(slurm) == ORIGINAL
