@@ -13,7 +13,7 @@ ratios, work lost to preemption) and which targets the policy meets. `--no-profi
 without its time-of-day profile (to measure what it adds).
 
     .venv/bin/python -m benchmarks.backtest_protocol [--trace PATH] [--only NAME ...] [--json OUT]
-        [--held-out] [--no-profile]
+        [--held-out] [--no-profile] [--policy-param NAME=VALUE ...] [--model-param NAME=VALUE ...]
 """
 
 from __future__ import annotations
@@ -29,8 +29,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from recommender.backtest.model import ModelParams
 from recommender.backtest.report import STRATEGIES, BacktestConfig, run_backtest
 from recommender.backtest.trace import Trace, load_trace, slice_trace
+from recommender.policies.rebalance import RebalanceParams
 
 DEFAULT_TRACE = Path(__file__).resolve().parents[1] / "data" / "traces" / "helios-earth-may01-10.csv.gz"
 DAYS = 9
@@ -145,6 +147,15 @@ def verdict(report: dict[str, Any]) -> dict[str, bool]:
     }
 
 
+def _pairs(items: list[str]) -> dict[str, float]:
+    """NAME=VALUE pairs as numbers."""
+    out: dict[str, float] = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        out[name.strip()] = float(value)
+    return out
+
+
 def _fmt(value: Any, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
@@ -165,11 +176,31 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="the planner without its time-of-day profile (to measure it)",
     )
+    parser.add_argument(
+        "--policy-param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a planner constant (diagnostics only: the protocol scores the defaults)",
+    )
+    parser.add_argument(
+        "--model-param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a model assumption, e.g. reclaim_delay_min=10 (diagnostics only)",
+    )
     args = parser.parse_args(argv)
     source = load_trace(args.trace)
     per_day = round(1440 / source.step_min)
     base = slice_trace(source, 0, min(source.steps, DAYS * per_day))
-    config = BacktestConfig(profile=not args.no_profile)
+    model = _pairs(args.model_param)
+    gpus = int(model.pop("gpus_per_node", ModelParams.gpus_per_node))
+    config = BacktestConfig(
+        model=replace(ModelParams(), **model, gpus_per_node=gpus),
+        policy=RebalanceParams.from_mapping(_pairs(args.policy_param)),
+        profile=not args.no_profile,
+    )
     summary: dict[str, Any] = {}
     met_all = 0
     every = items(base) + (held_out_items(base) if args.held_out else [])
@@ -181,7 +212,7 @@ def main(argv: list[str]) -> int:
         print(f"\n{name} ({report['meta']['eval_days']:.0f} days scored, {wall:.1f} s)")
         print(
             f"  {'strategy':<12} {'beyond':>7} {'coverage':>8} {'moves/pd':>8} {'rev/30d':>7} "
-            f"{'p95':>6} {'p99':>6} {'lost':>8}"
+            f"{'p95':>6} {'p99':>6} {'lost':>8} {'reclaims':>8}"
         )
         for strategy in STRATEGIES:
             r = report[strategy]
@@ -191,7 +222,7 @@ def main(argv: list[str]) -> int:
                 f"{_fmt(r['reversals_within_60min_per_30_days'], '.2f'):>7} "
                 f"{_fmt(r['worst_pool_p95_wait_ratio_vs_static'], '.3f'):>6} "
                 f"{_fmt(r['worst_pool_p99_wait_ratio_vs_static'], '.3f'):>6} "
-                f"{_fmt(r['lost_gpu_minutes'], '.0f'):>8}"
+                f"{_fmt(r['lost_gpu_minutes'], '.0f'):>8} {_fmt(r.get('reclaim_moves'), 'd'):>8}"
             )
         checks = verdict(report)
         met_all += all(checks.values())

@@ -26,7 +26,7 @@ from proposals.model import Change, Evidence, Proposal
 from proposals.states import PENDING
 from proposals.store import Store
 from recommender.policies.quota import QuotaPolicy, QuotaState
-from recommender.policies.rebalance import LEND, TAKEBACK, Move, RebalancePolicy
+from recommender.policies.rebalance import LEND, RECLAIM, TAKEBACK, Move, RebalancePolicy
 from recommender.policies.rebalance import Evidence as PolicyEvidence
 from recommender.signals.assemble import IDLE, OFFLINE
 from recommender.signals.history import PoolHistory, cluster_view
@@ -235,6 +235,19 @@ _QUERIES = {
     "move_budget_tokens": (
         "move budget tokens left after this move (paced moves per pool-day, at most one day's worth)"
     ),
+    "donor_takeback_wait_min": (
+        "minutes \"{frm}\" is expected to wait when it takes the node back: a drain's, or a reclaim's when "
+        "only requeueing the holder's jobs keeps its wait target (threshold: a drain's)"
+    ),
+    "reclaim_requeued_gpus": (
+        'GPUs of "{frm}" expected running on the node(s) reclaimed: their jobs are requeued (scontrol '
+        "requeue) and lose the work since their last checkpoint (threshold: the GPUs the nodes hold)"
+    ),
+    "reclaim_lost_gpu_minutes": (
+        'GPU-minutes of work "{frm}" is expected to lose to the requeue, against the GPU-minutes of waiting '
+        'a drain would cost "{home}" (threshold; a reclaim is chosen below it, or when the wait allowance '
+        "of the owner cannot absorb a drain)"
+    ),
     "owner_shortfall_gpus": _DEMAND.replace("POOL", "{home}")
     + ' - ibpool_pool_capacity_gpus{{pool="{home}"}}',
 }
@@ -256,7 +269,7 @@ def _pick(
     ]
     idle = sorted((n for n in ok if signals.nodes[n].state == IDLE), key=targets.node_sort_key)
     busy: list[str] = []
-    if move.kind == TAKEBACK:
+    if move.kind in (TAKEBACK, RECLAIM):
         online = (n for n in ok if signals.nodes[n].state not in OFFLINE | {IDLE})
         busy = sorted(online, key=targets.node_sort_key)
     return (busy + idle)[-move.nodes :] if move.nodes else []
@@ -282,6 +295,7 @@ def moves_to_proposals(
             members.setdefault(pool, []).append(node.name)
     where = placement or Placement()
     created = datetime.fromtimestamp(signals.taken_at, UTC).replace(microsecond=0)
+    running = {n.name for n in signals.nodes.values() if n.state not in OFFLINE | {IDLE}}
     picked: list[tuple[Move, list[str]]] = []
     used: set[str] = set()
     for move in moves:
@@ -291,7 +305,10 @@ def moves_to_proposals(
             continue  # not enough movable nodes now: no guess
         used.update(chosen)
         picked.append((move, chosen))
-    return [_group_proposal(group, members, policy, created, expires_seconds) for group in _connected(picked)]
+    return [
+        _group_proposal(group, members, policy, created, expires_seconds, running=running)
+        for group in _connected(picked)
+    ]
 
 
 def _connected(picked: list[tuple[Move, list[str]]]) -> list[list[tuple[Move, list[str]]]]:
@@ -318,8 +335,11 @@ def _group_proposal(
     policy: RebalancePolicy,
     created: datetime,
     expires_seconds: float,
+    *,
+    running: set[str],
 ) -> Proposal:
-    """One `move_nodes` proposal for a group of moves."""
+    """One `move_nodes` proposal for a group of moves; a reclaim's effect names the nodes whose jobs it
+    requeues (those the signals show running)."""
     order: list[str] = []
     after: dict[str, set[str]] = {}
     for move, chosen in group:
@@ -340,7 +360,7 @@ def _group_proposal(
     evidence = tuple(_evidence(move, e) for move, _ in group for e in move.evidence)
     effect = "; ".join(
         f"{move.kind}: {move.nodes} node(s) ({', '.join(chosen)}) of {move.home_pool} "
-        f"from {move.from_pool} to {move.to_pool}: {move.reason}"
+        f"from {move.from_pool} to {move.to_pool}: {move.reason}" + _requeues(move, chosen, running)
         for move, chosen in group
     )
     return Proposal(
@@ -352,6 +372,14 @@ def _group_proposal(
         expires_at=created + timedelta(seconds=expires_seconds),
         policy=policy.name,
     )
+
+
+def _requeues(move: Move, chosen: Sequence[str], running: set[str]) -> str:
+    """For a reclaim, the nodes whose jobs the hooks are to requeue (`on_drain_deadline: requeue`)."""
+    if move.kind != RECLAIM:
+        return ""
+    busy = [n for n in chosen if n in running]
+    return f" [requeue jobs on: {', '.join(busy)}]" if busy else " [requeue jobs on: none running now]"
 
 
 def _evidence(move: Move, e: PolicyEvidence) -> Evidence:

@@ -32,6 +32,7 @@ POOL_COLUMNS = (
     ("moves_in", "lends in", "{}"),
     ("moves_out", "lends out", "{}"),
     ("takebacks_in", "take-backs", "{}"),
+    ("reclaims_in", "reclaims", "{}"),
     ("p95_wait_ratio_vs_static", "p95 ratio", "{:.2f}"),
     ("p99_wait_ratio_vs_static", "p99 ratio", "{:.2f}"),
     ("lost_gpu_minutes", "lost", "{:.0f}"),
@@ -50,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--gpus-per-node", type=int, default=ModelParams.gpus_per_node)
     parser.add_argument("--drain-delay-min", type=float, default=ModelParams.drain_delay_min)
     parser.add_argument("--preempt-loss-min", type=float, default=ModelParams.preempt_loss_min)
+    parser.add_argument("--reclaim-delay-min", type=float, default=ModelParams.reclaim_delay_min)
     parser.add_argument(
         "--policy-param",
         action="append",
@@ -122,7 +124,9 @@ def main(argv: list[str]) -> int:
     started = time.perf_counter()
     try:
         config = BacktestConfig(
-            model=ModelParams(args.gpus_per_node, args.drain_delay_min, args.preempt_loss_min),
+            model=ModelParams(
+                args.gpus_per_node, args.drain_delay_min, args.preempt_loss_min, args.reclaim_delay_min
+            ),
             policy=_policy_params(args.policy_param),
         )
         trace = load_trace(args.trace)

@@ -1,9 +1,12 @@
 """Replay a trace through the capacity model under one strategy and collect the raw tallies.
 
-Each step: nodes whose drain delay has passed arrive; every pool serves `min(demand, capacity)` of its
-demand (running + pending from the trace) and the rest waits; the strategy sees that state and returns
-moves, which leave their source at once and arrive after the drain delay. Only steps in the evaluation
-window [first, stop) are tallied; earlier steps still drive the strategy's history (a warm-up).
+Each step: nodes whose drain (or reclaim) delay has passed arrive; every pool serves `min(demand,
+capacity)` of its demand (running + pending from the trace) and the rest waits; the strategy sees that
+state and returns moves, which leave their source at once and arrive after the drain delay (a reclaim:
+after the reclaim delay). A reclaim requeues the holder's jobs on the nodes it takes: the GPUs its
+allocation no longer fits are preempted and lose `preempt_loss_min` minutes of work each. A drain kills
+nothing. Only steps in the evaluation window [first, stop) are tallied; earlier steps still drive the
+strategy's history (a warm-up).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from recommender.backtest.model import CapacityModel, ModelParams, NodeMove
+from recommender.backtest.model import LEND, RECLAIM, TAKEBACK, CapacityModel, ModelParams, NodeMove
 from recommender.backtest.trace import Trace
 
 REVERSAL_WINDOW_MIN = 60.0
@@ -77,9 +80,11 @@ class RunResult:
     moves_in: list[int] = field(default_factory=list)
     moves_out: list[int] = field(default_factory=list)
     takebacks_in: list[int] = field(default_factory=list)
+    reclaims_in: list[int] = field(default_factory=list)
     preempted: list[float] = field(default_factory=list)  # GPUs whose running work was preempted
     reversals: int = 0
-    takebacks: int = 0
+    takebacks: int = 0  # nodes moved home, by drain or by reclaim
+    reclaims: int = 0  # of those, nodes moved home by reclaim
     move_log: list[tuple[int, str, str, str, int, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -96,7 +101,8 @@ class RunResult:
         ):
             setattr(self, name, [0.0] * n)
         self.waits = [[] for _ in range(n)]
-        self.moves_in, self.moves_out, self.takebacks_in = [0] * n, [0] * n, [0] * n
+        self.moves_in, self.moves_out = [0] * n, [0] * n
+        self.takebacks_in, self.reclaims_in = [0] * n, [0] * n
 
     @property
     def moves(self) -> int:
@@ -181,26 +187,36 @@ def _apply(
     reversals: _Reversals,
     params: ModelParams,
 ) -> None:
-    sent: dict[int, int] = defaultdict(int)
+    drained: dict[int, int] = defaultdict(int)
+    reclaimed: dict[int, int] = defaultdict(int)
     for move in moves:
         nodes = obs.model.apply(move, step)
         if nodes <= 0:
             continue
-        sent[move.src] += nodes
+        reclaim = obs.model.reclaims(move)
+        (reclaimed if reclaim else drained)[move.src] += nodes
         back = reversals.add(step, move.src, move.dst, nodes)
         if tally:
             res.moves_out[move.src] += nodes
             res.moves_in[move.dst] += nodes
             res.reversals += back
-            if move.kind == "takeback":
+            if move.kind == TAKEBACK or reclaim:
                 res.takebacks += nodes
                 res.takebacks_in[move.dst] += nodes
+            if reclaim:
+                res.reclaims += nodes
+                res.reclaims_in[move.dst] += nodes
             pools = res.pools
-            res.move_log.append((step, pools[move.src], pools[move.dst], pools[move.home], nodes, move.kind))
+            kind = move.kind if reclaim or move.kind != RECLAIM else LEND  # a "reclaim" away from home drains
+            res.move_log.append((step, pools[move.src], pools[move.dst], pools[move.home], nodes, kind))
     if not tally:
         return
-    for src, nodes in sent.items():
-        preempted = obs.allocated[src] - (obs.capacity[src] - nodes * params.gpus_per_node)
+    g = params.gpus_per_node
+    for src, nodes in reclaimed.items():
+        # the holder's running GPUs that no longer fit once every node it sent is gone; a node reclaimed
+        # holds them before one drained (the drain lets its jobs end), at most a node's worth each
+        left = obs.capacity[src] - g * (nodes + drained.get(src, 0))
+        preempted = min(g * nodes, obs.allocated[src] - left)
         if preempted > 0:
             res.preempted[src] += preempted
             res.lost[src] += preempted * params.preempt_loss_min

@@ -17,8 +17,9 @@ Definitions (all over the evaluation window):
   static): the share of the pending that the pool's own idle GPUs could not serve. `coverage` counts the
   pending that a pool's own idle GPUs could have served (fragmentation, limits) as served for every
   strategy, static included.
-- preempted_gpus / lost_gpu_minutes: running GPUs displaced (by a take-back, or by an owner's reclaim
-  under scheduler-native borrowing) and the work they lost.
+- preempted_gpus / lost_gpu_minutes: running GPUs displaced (by a reclaim, or by an owner's reclaim
+  under scheduler-native borrowing) and the work they lost; a drain kills nothing.
+- takeback_moves / reclaim_moves: nodes moved home, and of those the ones moved home by reclaim.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def _pool_figures(res: RunResult, static: RunResult, p: int) -> dict[str, Any]:
         "moves_in": res.moves_in[p],
         "moves_out": res.moves_out[p],
         "takebacks_in": res.takebacks_in[p],
+        "reclaims_in": res.reclaims_in[p],
         "preempted_gpus": round(res.preempted[p], 1),
         "wait_minutes": sum(1 for w in res.waits[p] if w > 0) * res.step_min,
         "p95_wait_gpus": p95,
@@ -91,6 +93,7 @@ def summarize(res: RunResult, static: RunResult) -> dict[str, Any]:
         "allocation_utilization": round(_ratio(sum(res.allocated), sum(res.trace_capacity), 0.0), 4),
         "moves": res.moves,
         "takeback_moves": res.takebacks,
+        "reclaim_moves": res.reclaims,
         "moves_per_pool_day": round(_ratio(res.moves, len(res.pools) * days, 0.0), 4),
         "reversals_within_60min": res.reversals,
         "reversals_within_60min_per_30_days": round(_ratio(res.reversals * 30.0, days, 0.0), 3),

@@ -1,10 +1,15 @@
-"""The capacity model: which pool holds each whole node, moves that take a drain delay, preemption losses.
+"""The capacity model: which pool holds each whole node, moves that take a drain delay or a reclaim's.
 
 A pool's capacity at a step is its trace capacity plus `gpus_per_node` times the nodes it received minus
 the nodes it sent. Only whole nodes present for the whole trace move (`floor(min capacity / node)` per
-pool); a remainder smaller than a node stays pinned to its pool. A moved node serves nobody for the drain
-delay. Taking a node from a pool whose allocated GPUs no longer fit preempts that many GPUs, and each
-preempted GPU loses `preempt_loss_min` minutes of work (the take-back cost).
+pool); a remainder smaller than a node stays pinned to its pool. Two kinds of move:
+
+- a **drain** (every lend, and a take-back by drain): the node takes no new work, the jobs on it are left to
+  end, and it serves its destination after the drain delay; nothing is killed, so no work is lost (the
+  drain delay is the model's allowance for those jobs to end: optimistic for long jobs);
+- a **reclaim** (a take-back only: the node goes home): the jobs on it are requeued at once, and it serves
+  its owner after the reclaim delay; each GPU the holder was running on it loses `preempt_loss_min`
+  minutes of work (the engine charges it).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ class ModelParams:
     gpus_per_node: int = 8
     drain_delay_min: float = 10.0
     preempt_loss_min: float = 30.0
+    reclaim_delay_min: float = 2.0
 
     def __post_init__(self) -> None:
         errors = []
@@ -31,6 +37,8 @@ class ModelParams:
             errors.append("drain_delay_min must be >= 0")
         if self.preempt_loss_min < 0:
             errors.append("preempt_loss_min must be >= 0")
+        if self.reclaim_delay_min < 0:
+            errors.append("reclaim_delay_min must be >= 0")
         if errors:
             raise BacktestError("; ".join(errors))
 
@@ -39,9 +47,13 @@ class ModelParams:
         return dict(asdict(self))
 
 
+LEND, TAKEBACK, RECLAIM = "lend", "takeback", "reclaim"
+
+
 @dataclass(frozen=True, slots=True)
 class NodeMove:
-    """`nodes` nodes owned by pool `home` go from pool `src` to pool `dst` (pool indices)."""
+    """`nodes` nodes owned by pool `home` go from pool `src` to pool `dst` (pool indices). `kind`: `lend`,
+    `takeback` (home by drain) or `reclaim` (home at once, the holder's jobs on them requeued)."""
 
     src: int
     dst: int
@@ -70,6 +82,7 @@ class CapacityModel:
         self.g = params.gpus_per_node
         self.home_nodes = list(home_nodes)
         self.delay_steps = math.ceil(params.drain_delay_min / step_min - 1e-9)
+        self.reclaim_steps = math.ceil(params.reclaim_delay_min / step_min - 1e-9)
         self.delta = [0] * n
         self.held = [[0] * n for _ in range(n)]
         self.transit: list[Transit] = []
@@ -113,8 +126,14 @@ class CapacityModel:
                 self.held[t.home][t.dst] += t.nodes
         self.transit = still
 
+    @staticmethod
+    def reclaims(move: NodeMove) -> bool:
+        """Whether the move is a reclaim: only a move home can be (anything else drains)."""
+        return move.kind == RECLAIM and move.dst == move.home
+
     def apply(self, move: NodeMove, step: int) -> int:
-        """Send nodes now (clipped to what the source holds); return the number actually sent."""
+        """Send nodes now (clipped to what the source holds); return the number actually sent. They arrive
+        after the reclaim delay for a reclaim, else after the drain delay."""
         if move.src == move.dst or move.nodes <= 0:
             return 0
         have = self.at_home(move.src) if move.home == move.src else self.held[move.home][move.src]
@@ -125,7 +144,8 @@ class CapacityModel:
         if move.home != move.src:
             self.held[move.home][move.src] -= nodes
         self.delta[move.src] -= nodes
-        self.transit.append(Transit(step + 1 + self.delay_steps, move.home, move.src, move.dst, nodes))
+        delay = self.reclaim_steps if self.reclaims(move) else self.delay_steps
+        self.transit.append(Transit(step + 1 + delay, move.home, move.src, move.dst, nodes))
         return nodes
 
     def nodes_in_transit(self) -> int:

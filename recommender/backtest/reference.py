@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from recommender.backtest.engine import Observation, Prepared
-from recommender.backtest.model import ModelParams, NodeMove
+from recommender.backtest.model import LEND, RECLAIM, TAKEBACK, ModelParams, NodeMove
 
 DAY_MIN = 1440.0
 
@@ -65,6 +65,7 @@ class PlannedLoan:
     start: int
     end: int | None
     value: float
+    reclaimed: bool = False  # returned by reclaim (home after the reclaim delay), else by drain
 
 
 @dataclass(order=True)
@@ -88,6 +89,8 @@ class ReferencePlanner:
         self.horizon = trace.steps if stop is None else min(stop, trace.steps)
         self.first = first
         self.drain = math.ceil(model.drain_delay_min / trace.step_min - 1e-9)
+        self.reclaim = min(self.drain, math.ceil(model.reclaim_delay_min / trace.step_min - 1e-9))
+        self.loss_steps = model.preempt_loss_min / trace.step_min
         self.budget = budget
         self.rate = budget.rate(self.n, trace.step_min)
         self.cap = budget.capacity(self.n)
@@ -158,9 +161,10 @@ class ReferencePlanner:
 
     # --- candidates -----------------------------------------------------------------------------------
 
-    def _away(self, s: int, e: int | None) -> tuple[int, int]:
-        """Steps [a, b) the donor lacks the node for a loan decided at s and returned at e."""
-        b = self.horizon if e is None else min(self.horizon, e + 1 + self.drain)
+    def _away(self, s: int, e: int | None, back: int) -> tuple[int, int]:
+        """Steps [a, b) the donor lacks the node for a loan decided at s and returned at e (home `back`
+        steps after the return's decision step)."""
+        b = self.horizon if e is None else min(self.horizon, e + 1 + back)
         return min(self.horizon, s + 1), b
 
     def _serves(self, s: int, e: int | None) -> tuple[int, int]:
@@ -168,33 +172,48 @@ class ReferencePlanner:
         b = self.horizon if e is None else min(self.horizon, e + 1)
         return min(self.horizon, s + 1 + self.drain), b
 
-    def _shape(self, c: _Cand) -> tuple[int, int | None, float, int] | None:
-        """The best loan inside a candidate's window now: (start, end, value, tokens), None if worthless."""
+    def _use(self, taker: int, t: int) -> int:
+        """What one more node serves the taker at step t (0 outside the horizon)."""
+        gain = self.gain[taker]
+        return gain[t + 1] - gain[t] if 0 <= t < self.horizon else 0
+
+    def _shape(self, c: _Cand) -> tuple[int, int | None, float, int, int] | None:
+        """The best loan inside a candidate's window now: (start, end, value, tokens, return delay), None if
+        worthless. A loan that returns does so by reclaim (home after the reclaim delay; the taker's work
+        on the node then, if any, is requeued and its loss counted against the value) or by drain (home
+        after the drain delay, so returned that much earlier; nothing lost), whichever is worth more."""
         taker = c.taker
         first_use = self.nxt[taker][min(self.horizon, c.lo + 1 + self.drain)]
         last_step = self.horizon - 1 if c.to_end else c.hi
         if first_use >= self.horizon or first_use > last_step:
             return None
-        s = max(c.lo, first_use - 1 - self.drain)
-        end: int | None
+        start = max(c.lo, first_use - 1 - self.drain)
         if c.to_end:
-            end = None
-        else:
-            last_use = self.prv[taker][c.hi]
+            a, b = self._serves(start, None)
+            value = float(self.gain[taker][b] - self.gain[taker][a]) if b > a else 0.0
+            return (start, None, value, 1, self.drain) if value > 0 else None
+        best: tuple[int, int | None, float, int, int] | None = None
+        best_net = 0.0
+        reversal = self.budget.reversal_steps
+        for back in sorted({self.reclaim, self.drain}):
+            hi = c.hi - (back - self.reclaim)  # c.hi: the last return step by reclaim
+            last_use = self.prv[taker][hi] if hi >= 0 else -1
             if last_use < first_use:
-                return None
-            # returned the minute after its last use: taking back a node in use would preempt work
-            end = max(min(last_use + 1, c.hi), s + self.budget.reversal_steps + 1)
-            if end > c.hi:
-                s = max(c.lo, c.hi - self.budget.reversal_steps - 1)
-                end = c.hi
-                if end - s <= self.budget.reversal_steps:
-                    return None
-        a, b = self._serves(s, end)
-        value = float(self.gain[taker][b] - self.gain[taker][a]) if b > a else 0.0
-        if value <= 0:
-            return None
-        return s, end, value, 1 if end is None else 2
+                continue
+            s = start
+            # returned the minute after its last use (nothing to requeue), or at the window's end
+            end = max(min(last_use + 1, hi), s + reversal + 1)
+            if end > hi:
+                s = max(c.lo, hi - reversal - 1)
+                end = hi
+                if end - s <= reversal:
+                    continue
+            a, b = self._serves(s, end)
+            value = float(self.gain[taker][b] - self.gain[taker][a]) if b > a else 0.0
+            lost = self._use(taker, end) * self.loss_steps if back < self.drain else 0.0
+            if value > 0 and value - lost > best_net:
+                best, best_net = (s, end, value - lost, 2, back), value - lost
+        return best
 
     def _valid_runs(self, c: _Cand) -> list[tuple[int, int, bool]]:
         """Sub-windows of a candidate's window where the loan is still allowed now (donor spare, roles)."""
@@ -202,7 +221,7 @@ class ReferencePlanner:
         bad, taking = self.bad[d], self.giving[t]
         h = self.horizon
         lo_step = min(h, c.lo + 1)
-        hi_step = h if c.to_end else min(h, c.hi + 1 + self.drain)
+        hi_step = h if c.to_end else min(h, c.hi + 1 + self.reclaim)
         runs: list[tuple[int, int, bool]] = []
         start: int | None = None
         for x in range(lo_step, hi_step + 1):
@@ -212,14 +231,14 @@ class ReferencePlanner:
             elif not ok and start is not None:
                 reaches_end = c.to_end and x == h
                 lo = start - 1
-                hi = h - 1 if reaches_end else x - 1 - self.drain
+                hi = h - 1 if reaches_end else x - 1 - self.reclaim
                 if hi - lo > self.budget.reversal_steps:
                     runs.append((lo, hi, reaches_end))
                 start = None
         return runs
 
-    def _still_valid(self, c: _Cand, s: int, e: int | None) -> bool:
-        a, b = self._away(s, e)
+    def _still_valid(self, c: _Cand, s: int, e: int | None, back: int) -> bool:
+        a, b = self._away(s, e, back)
         if self.bad[c.donor][b] - self.bad[c.donor][a]:
             return False
         taking = self.giving[c.taker]
@@ -274,7 +293,7 @@ class ReferencePlanner:
         shaped = self._shape(c)
         if shaped is None:
             return
-        _, _, value, tokens = shaped
+        _, _, value, tokens, _ = shaped
         c.key = -value / tokens
         heapq.heappush(heap, c)
 
@@ -286,8 +305,8 @@ class ReferencePlanner:
             shaped = self._shape(c)
             if shaped is None:
                 continue
-            s, e, value, tokens = shaped
-            if not self._still_valid(c, s, e):
+            s, e, value, tokens, back = shaped
+            if not self._still_valid(c, s, e, back):
                 for lo, hi, to_end in self._valid_runs(c):
                     self._push(heap, _Cand(0.0, c.donor, c.taker, max(c.lo, lo), min(c.hi, hi), to_end))
                 continue
@@ -304,7 +323,7 @@ class ReferencePlanner:
                 if later is not None:
                     self._push(heap, _Cand(0.0, c.donor, c.taker, later, c.hi, c.to_end))
                 continue
-            self._commit(c, s, e, value, (tokens, window_moves))
+            self._commit(c, s, e, value, (tokens, window_moves, back))
             heapq.heappush(heap, _Cand(c.key, c.donor, c.taker, c.lo, c.hi, c.to_end))
         return self.loans
 
@@ -323,16 +342,16 @@ class ReferencePlanner:
                 lo = mid + 1
         return lo
 
-    def _commit(self, c: _Cand, s: int, e: int | None, value: float, paid: tuple[int, int]) -> None:
-        tokens, window_moves = paid
+    def _commit(self, c: _Cand, s: int, e: int | None, value: float, paid: tuple[int, int, int]) -> None:
+        tokens, window_moves, back = paid
         donor, taker = c.donor, c.taker
-        a, b = self._away(s, e)
+        a, b = self._away(s, e, back)
         for x in range(a, b):
             self.out[donor][x] += 1
         a, b = self._serves(s, e)
         for x in range(a, b):
             self.inn[taker][x] += 1
-        role_end = self.horizon if e is None else min(self.horizon, e + 1 + self.drain)
+        role_end = self.horizon if e is None else min(self.horizon, e + 1 + back)
         for x in range(s, role_end):
             self.giving[donor][x] += 1
             self.taking[taker][x] += 1
@@ -341,7 +360,7 @@ class ReferencePlanner:
         self.pair_moves[(donor, taker)].append(s)
         if e is not None:
             self.pair_moves[(taker, donor)].append(e)
-        self.loans.append(PlannedLoan(donor, taker, s, e, value))
+        self.loans.append(PlannedLoan(donor, taker, s, e, value, back < self.drain))
         for p in (donor, taker):
             self._refresh_donor(p)
             self._refresh_taker(p)
@@ -363,14 +382,15 @@ class PlanStrategy:
         self.at: dict[int, list[NodeMove]] = defaultdict(list)
         merged: dict[tuple[int, int, int, int, str], int] = defaultdict(int)
         for loan in loans:
-            merged[(loan.start, loan.donor, loan.taker, loan.donor, "lend")] += 1
+            merged[(loan.start, loan.donor, loan.taker, loan.donor, LEND)] += 1
             if loan.end is not None:
-                merged[(loan.end, loan.taker, loan.donor, loan.donor, "takeback")] += 1
+                kind = RECLAIM if loan.reclaimed else TAKEBACK
+                merged[(loan.end, loan.taker, loan.donor, loan.donor, kind)] += 1
         for (step, src, dst, home, kind), nodes in sorted(merged.items()):
             self.at[step].append(NodeMove(src, dst, home, nodes, kind))
         # returns before lends at the same step: a node back home may leave again
         for moves in self.at.values():
-            moves.sort(key=lambda m: m.kind != "takeback")
+            moves.sort(key=lambda m: m.kind == LEND)
 
     def decide(self, step: int, obs: Observation) -> Sequence[NodeMove]:
         """The moves planned for this step."""

@@ -146,7 +146,7 @@ def build_report(trace: Trace, config: BacktestConfig, runs: Runs, first: int, s
         figures["parameters"] = params
         if name in BOUNDS:
             for key in list(figures):
-                if key.startswith(("moves", "takeback", "reversals", "worst_pool", "displaced")):
+                if key.startswith(("moves", "takeback", "reclaim", "reversals", "worst_pool", "displaced")):
                     figures[key] = None
         report[name] = figures
     if runs.budget_bound is not None:

@@ -5,37 +5,42 @@ Pure logic (no I/O, no clock): the backtest and the live recommender build a `Cl
 
 1. **Take-backs** (sharing safety first). An owner whose demand exceeds its capacity (incoming nodes
    counted) while its own nodes are held elsewhere recalls just enough of them, idle ones first; an owner
-   too **sparse** to afford a take-back's wait (below) recalls all of them at once (its next burst is of
-   unknown size). A loan younger than the reversal window is never recalled (that would be a reversal);
-   take-backs are prepaid by the lend (below), so no budget holds them back.
+   too **sparse** to afford even a reclaim's wait (below) recalls all of them at once (its next burst is
+   of unknown size). A node comes home by **drain** (its holder's jobs left to end; the owner waits
+   `drain_min`) or by **reclaim** (the holder's jobs on it requeued; the owner waits `reclaim_min`, the
+   holder loses `preempt_loss_min` of work per GPU it ran there): reclaimed when the owner wants it now and
+   either the owner's wait allowance cannot absorb a drain or the waiting the drain would add exceeds the
+   work the requeue loses. A loan younger than the reversal window is never recalled, by either (that would
+   be a reversal); take-backs are prepaid by the lend (below), so no budget holds them back.
 2. **Lends** (when the view is a planning cycle). For every taker (a pool whose demand exceeds its
    capacity and which has none of its own nodes away) and every donor with an idle whole node, the
    planner values lending one more node:
 
-       value = use x (L - drain) - node x drain x min(1, rises / watched x L)
+       value = use x (L - drain) - cost x min(1, rises / watched x L)
 
    `L` is the loan's expected length: how long the donor's node is expected to stay idle (persistence:
    as long as it already has, capped at the history window; cut short where a calibrated time-of-day
    profile expects the donor's demand back). `use` is what one more node would serve the taker per
    minute over L, forecast at L's own scale (the trailing hour, day or week, or the profile where it
-   forecasts better). The last term is the donor's expected wait: a take-back's drain at the rate its
-   demand rose above the level it keeps. A donor lends only a node idle for at least the reversal window,
-   and only while the drains of its rises fit in its wait allowance: `rises x drain <= (1 - wait_quantile)
-   x busy minutes` over the history window. A pool with demand but too few demand minutes to absorb a
-   single drain (`(1 - q) x busy < drain`) is **sparse**: it lends nothing (a pool with no demand at all
-   over the window, the slow lane, lends freely). Nodes go one at a time to the best value per budget
-   token, while that value pays at least the token's price.
+   forecasts better). The last term is the donor's expected take-back at the rate its demand rose above
+   the level it keeps, at the cheaper `cost` of the take-backs its wait allowance absorbs: a drain (`node
+   x drain`) while the drains of its rises fit `rises x drain <= (1 - wait_quantile) x busy minutes`, a
+   reclaim (`node x reclaim + use x preempt_loss`) while reclaims do. A loan must outlast the reversal
+   window by the take-back's lead. A pool with demand but too few demand minutes to absorb a single
+   reclaim (`(1 - q) x busy < reclaim`) is **sparse**: it lends nothing (a pool with no demand at all over
+   the window, the slow lane, lends freely). Nodes go one at a time to the best value per budget token,
+   while that value pays at least the token's price.
 3. **The budget** is a token bucket: `moves_per_pool_day x pools` tokens a day, holding at most one
    day's worth (at least the 2 tokens of one lend) and starting empty (the future's budget is never
    spent). A lend from the node's home costs 2 tokens (the move and its return), a lend of a borrowed
-   node onward 1 (its return is already paid), a take-back 0. So the moves made never exceed the tokens
-   accrued plus the bucket. A token's price falls as the bucket fills: `node x reversal window x
-   (1 - level / capacity)` GPU-minutes, i.e. a move must buy up to an hour of a node's work when the
-   budget is short, and anything of value when the budget would otherwise overflow.
+   node onward 1 (its return is already paid), a take-back 0 (by drain or by reclaim). So the moves made
+   never exceed the tokens accrued plus the bucket. A token's price is what tokens have been buying,
+   falling as the bucket fills (see `token_price`).
 4. No pair of pools exchanges nodes in both directions within the reversal window (no reversals).
 
 Every move carries its evidence: the taker's forecast use and the loan expected, the donor's idle span,
-rises and allowance, the value expected and the budget left.
+rises and allowance, the take-back its protection assumed, the value expected and the budget left; a
+reclaim, the GPUs it requeues and the work they lose against the owner's waiting it spares.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from recommender.policies.outlook import Outlook
 
 LEND = "lend"
 TAKEBACK = "takeback"
+RECLAIM = "reclaim"
 DAY_MIN = 1440.0
 REVERSAL, PROTECTION, VALUE, BUDGET = (
     "reversal window",
@@ -65,11 +71,15 @@ class RebalanceParamsError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class RebalanceParams:
-    """The planner's six constants; each has a physical meaning (minutes unless noted).
+    """The planner's constants; each has a physical meaning (minutes unless noted).
 
     - `cycle_min` (10): how often the planner considers lends (take-backs are checked at every call).
     - `drain_min` (11): minutes a moved node serves nobody (the model's 10-minute drain, partition update
-      and read-back, plus the decision step).
+      and read-back, plus the decision step): what an owner waits for a take-back by drain.
+    - `reclaim_min` (3): what an owner waits for a take-back by **reclaim** (the holder's jobs on the node
+      requeued: partition update, read-back and the owner's job start, 2 minutes, plus the decision step).
+    - `preempt_loss_min` (30): GPU-minutes of work a requeued GPU loses (the work since its last
+      checkpoint): the price of a reclaim, paid by the holder.
     - `reversal_min` (60): no node moves back within it; also the shortest idle span of a node worth
       lending, the window of the taker's recent shortfall, and an hour of a node's work is a token's price.
     - `moves_per_pool_day` (0.5): the move budget.
@@ -81,6 +91,8 @@ class RebalanceParams:
 
     cycle_min: float = 10.0
     drain_min: float = 11.0
+    reclaim_min: float = 3.0
+    preempt_loss_min: float = 30.0
     reversal_min: float = 60.0
     moves_per_pool_day: float = 0.5
     wait_quantile: float = 0.99
@@ -111,6 +123,14 @@ class RebalanceParams:
     def gap_min(self) -> float:
         """A taker's shortfall episode ends at a gap this long (a shorter dip could not return a node)."""
         return self.drain_min
+
+    def takeback_waits(self) -> tuple[float, ...]:
+        """What an owner waits for a take-back, by drain and (when it is faster) by reclaim."""
+        return (self.drain_min, self.reclaim_min) if self.reclaim_min < self.drain_min else (self.drain_min,)
+
+    def fastest_takeback(self) -> float:
+        """The shortest wait a take-back can cost its owner."""
+        return min(self.takeback_waits())
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +243,7 @@ class _Candidate:
     rises: int
     allowed_rises: float
     busy: int
+    takeback_wait: float  # what the donor's protection assumed a take-back costs it: a drain or a reclaim
 
     spread: int = 0
 
@@ -360,6 +381,9 @@ class RebalancePolicy:
                 if sparse
                 else "owner demand due before a node could arrive"
             )
+            # a sparse owner's burst is of unknown size: each node it recalls is taken as needed at once
+            wanting = need * g if sparse else max(0, short)
+            affords = self.affords_drain(pool) if len(self.params.takeback_waits()) > 1 else True
             for loan in sorted(lent_at[home], key=cheapest):
                 if need <= 0:
                     break
@@ -368,12 +392,71 @@ class RebalancePolicy:
                 take = min(need, loan.nodes - ledger.committed[(home, loan.holder)])
                 if take <= 0:
                     continue
+                holder = by_name.get(loan.holder)
+                given = ledger.given[loan.holder]
+                fast, running, saved = self._reclaims(holder, g, (given, take), wanting, affords)
                 need -= take
+                wanting = max(0, wanting - g * take)
                 ledger.given[loan.holder] += take
                 ledger.committed[(home, loan.holder)] += take
                 ledger.incoming[home] += take
-                moves.append(Move(TAKEBACK, loan.holder, home, home, take, reason, evidence))
+                if fast:
+                    why = (reason, evidence)
+                    moves.append(self._reclaim_move(loan.holder, home, fast, why, (running, saved, affords)))
+                if take - fast:
+                    moves.append(Move(TAKEBACK, loan.holder, home, home, take - fast, reason, evidence))
         return moves
+
+    def _reclaims(
+        self, holder: PoolSnapshot | None, g: int, nodes: tuple[int, int], wanting: int, affords: bool
+    ) -> tuple[int, float, float]:
+        """How many of the nodes taken from `holder` (`nodes`: already given by it in this call, taken now)
+        to reclaim (the first ones: the idlest), the holder's GPUs running on them and the owner's waiting
+        over a drain they spare. A node is reclaimed when its owner wants it now (`wanting` GPUs) and either
+        the owner's wait allowance cannot absorb a drain (`affords` false) or the waiting a drain would cost
+        it (the GPUs it wants x the minutes a drain takes longer) exceeds the work the requeue loses (the
+        GPUs the holder runs on it x `preempt_loss_min`)."""
+        p = self.params
+        if len(p.takeback_waits()) < 2 or holder is None:
+            return 0, 0.0, 0.0
+        given, take = nodes
+        fast, running, saved = 0, 0.0, 0.0
+        for j in range(take):
+            wanted = min(g, max(0, wanting - g * j))
+            on_node = _running(holder, g, given + j + 1) - _running(holder, g, given + j)
+            extra = wanted * (p.drain_min - p.reclaim_min)
+            if wanted <= 0 or (affords and extra <= on_node * p.preempt_loss_min):
+                break
+            fast, running, saved = fast + 1, running + on_node, saved + extra
+        return fast, running, saved
+
+    def _reclaim_move(
+        self,
+        holder: str,
+        home: str,
+        nodes: int,
+        why: tuple[str, tuple[Evidence, ...]],
+        costs: tuple[float, float, bool],
+    ) -> Move:
+        """A take-back by reclaim, with what it costs the holder and spares the owner."""
+        p = self.params
+        running, saved, affords = costs
+        reason, evidence = why
+        lost = running * p.preempt_loss_min
+        because = (
+            f"spares the owner {saved:.0f} GPU-min of waiting over a drain"
+            if affords
+            else "the owner's wait allowance cannot absorb a drain"
+        )
+        text = (
+            f"{reason}; reclaim: requeues the jobs running on the node(s) (scontrol requeue; about "
+            f"{running:.0f} GPUs, {lost:.0f} GPU-min of work lost): {because}"
+        )
+        extra = (
+            Evidence("reclaim_requeued_gpus", p.preempt_loss_min, round(running, 1), float(nodes)),
+            Evidence("reclaim_lost_gpu_minutes", p.drain_min, round(lost, 1), round(saved, 1)),
+        )
+        return Move(RECLAIM, holder, home, home, nodes, text, evidence + extra)
 
     def _lends(
         self, view: ClusterView, ledger: _Ledger, recent: set[tuple[str, str]], level: float
@@ -465,8 +548,14 @@ class RebalancePolicy:
                 rises, busy, held = donor.outlook.rises(keep, span)
                 idle_cache[key] = (min(span, held / rises) if rises else span, rises, busy, held)
         loan, rises, busy, held = idle_cache[key]
-        allowed = self.allowed_rises(donor, busy)
-        if loan < p.reversal_min + p.drain_min or rises > allowed:
+        # the take-backs the donor's wait allowance absorbs: by drain, or (faster, at the holder's expense)
+        # by reclaim; a loan must outlast the reversal window by the take-back's lead
+        waits = [
+            w
+            for w in p.takeback_waits()
+            if loan >= p.reversal_min + w and rises <= self.allowed_rises(donor, busy, w)
+        ]
+        if not waits:
             self._block(taker.name, PROTECTION)
             return None
         home = self._home_of_next(donor.name, taker.name, ledger)
@@ -475,8 +564,12 @@ class RebalancePolicy:
         if use_key not in use_cache:
             use_cache[use_key] = taker.outlook.use(base, g, loan)
         use = use_cache[use_key]
-        if home == donor.name:  # its owner takes it back at a rise: a drain's wait per rise expected
-            displaced = g * p.drain_min * (min(1.0, rises * loan / held) if held > 0 else 0.0)
+        wait = waits[0]
+        if home == donor.name:  # its owner takes it back at a rise: by drain (a drain's wait) or by reclaim
+            expected = min(1.0, rises * loan / held) if held > 0 else 0.0
+            # the cheaper take-back; at equal cost (none expected) the drain, which kills nothing
+            displaced, wait = min((self.takeback_cost(w, g, use) * expected, -w) for w in waits)
+            wait = -wait
         else:  # a borrowed node cannot be recalled by its holder: what the holder would have used of it
             displaced = donor.outlook.use(keep, g, loan) * loan
         value = use * (loan - p.drain_min) - displaced
@@ -484,30 +577,61 @@ class RebalancePolicy:
             self._block(taker.name, VALUE)
             return None
         spread = ledger.away[donor.name] + ledger.given[donor.name]
+        allowed = self.allowed_rises(donor, busy, wait)
         return _Candidate(
-            value / cost, value, taker.name, donor.name, home, cost, use, loan, rises, allowed, busy, spread
+            value / cost,
+            value,
+            taker.name,
+            donor.name,
+            home,
+            cost,
+            use,
+            loan,
+            rises,
+            allowed,
+            busy,
+            wait,
+            spread,
         )
 
-    def allowed_rises(self, donor: PoolSnapshot, busy: int) -> float:
-        """Rises above the level it keeps that a donor's wait allowance absorbs, `busy` being its demand
-        minutes over the same window: each rise costs a take-back's drain of waiting, and the allowance is
-        `1 - wait_quantile` of its demand minutes. A sparse pool may have none (it lends nothing)."""
-        if self.sparse(donor):
-            return -1.0
-        return (1.0 - self.params.wait_quantile) * busy / self.params.drain_min
-
-    def sparse(self, pool: PoolSnapshot) -> bool:
-        """A pool with demand, but in so few of its minutes that a week of them would not absorb one
-        drain's wait within its allowance (demand in less than `drain / ((1 - q) x history)` of the minutes
-        watched, 11% by default): its next burst, of unknown size, would break its wait target. With a
-        history too short for even a pool busy all the time to absorb a drain (compressed timings), no
-        pool is sparse; its allowance then admits no rise: a donor lends only above all it showed."""
+    def takeback_cost(self, wait: float, g: int, running: float) -> float:
+        """GPU-minutes a take-back costs: the owner's wait for a node (`g` GPUs), plus, for a reclaim, the
+        work lost by the `running` GPUs the holder runs on it."""
         p = self.params
-        if (1.0 - p.wait_quantile) * p.history_min < p.drain_min:
+        lost = running * p.preempt_loss_min if wait < p.drain_min else 0.0
+        return g * wait + lost
+
+    def allowed_rises(self, donor: PoolSnapshot, busy: int, wait: float | None = None) -> float:
+        """Rises above the level it keeps that a donor's wait allowance absorbs, `busy` being its demand
+        minutes over the same window: each rise costs a take-back's wait (`wait`: a drain's by default),
+        and the allowance is `1 - wait_quantile` of its demand minutes. A pool sparse at that wait may have
+        none (it lends nothing)."""
+        wait = self.params.drain_min if wait is None else wait
+        if self.sparse(donor, wait):
+            return -1.0
+        return (1.0 - self.params.wait_quantile) * busy / wait
+
+    def sparse(self, pool: PoolSnapshot, wait: float | None = None) -> bool:
+        """A pool with demand, but in so few of its minutes that a week of them would not absorb one
+        take-back's wait (`wait`: the fastest, a reclaim's, by default) within its allowance (demand in
+        less than `wait / ((1 - q) x history)` of the minutes watched: 3% for a reclaim, 11% for a drain):
+        its next burst, of unknown size, would break its wait target. With a history too short for even a
+        pool busy all the time to absorb that wait (compressed timings), no pool is sparse; its allowance
+        then admits no rise: a donor lends only above all it showed."""
+        p = self.params
+        wait = p.fastest_takeback() if wait is None else wait
+        if (1.0 - p.wait_quantile) * p.history_min < wait:
             return False  # a history too short to judge any pool by its allowance (compressed timings)
         busy = pool.outlook.busy_minutes()
         watched = max(1.0, min(pool.outlook.watched_min, p.history_min))
-        return busy > 0 and (1.0 - p.wait_quantile) * p.history_min * min(1.0, busy / watched) < p.drain_min
+        return busy > 0 and (1.0 - p.wait_quantile) * p.history_min * min(1.0, busy / watched) < wait
+
+    def affords_drain(self, pool: PoolSnapshot) -> bool:
+        """Whether an owner's wait allowance absorbs take-backs by drain: over the history, the rises of its
+        demand above the capacity it has now (each a drain's wait had its nodes been away) fit it."""
+        p = self.params
+        rises, busy, _ = pool.outlook.rises(pool.capacity_gpus, p.history_min)
+        return rises <= self.allowed_rises(pool, busy, p.drain_min)
 
     def _block(self, pool: str, reason: str) -> None:
         """Remember, per waiting pool, the furthest check a candidate loan failed (diagnostics): a donor
@@ -539,6 +663,7 @@ class RebalancePolicy:
                 Evidence("taker_use_rate_gpus", first.loan_min, round(first.use, 3), 0.0),
                 Evidence("donor_idle_min", p.history_min, round(first.loan_min, 1), p.reversal_min),
                 Evidence("donor_rises", p.history_min, float(first.rises), round(first.allowed_rises, 3)),
+                Evidence("donor_takeback_wait_min", first.loan_min, first.takeback_wait, p.drain_min),
                 Evidence("expected_value_gpu_minutes", first.loan_min, round(value, 1), 0.0),
                 Evidence("move_budget_tokens", DAY_MIN, round(budget, 2), float(first.cost)),
             )
@@ -546,12 +671,21 @@ class RebalancePolicy:
                 f"{taker} would use {first.use:.1f} GPUs of a node over the expected loan of "
                 f"{first.loan_min:.0f} min (node idle at {donor}); worth {value:.0f} GPU-min"
             )
+            if first.takeback_wait < p.drain_min:
+                reason += "; its owner would reclaim it (requeue the jobs on it) rather than wait for a drain"
             moves.append(Move(LEND, donor, taker, home, len(items), reason, evidence))
         return moves
 
 
+def _running(pool: PoolSnapshot, g: int, nodes: int) -> int:
+    """The pool's running GPUs that no longer fit once `nodes` of its nodes are gone (its jobs packed on
+    the nodes it keeps first: the idlest nodes go first)."""
+    return max(0, min(g * nodes, pool.allocated_gpus - (pool.capacity_gpus - g * nodes)))
+
+
 __all__: Sequence[str] = (
     "LEND",
+    "RECLAIM",
     "TAKEBACK",
     "ClusterView",
     "Evidence",

@@ -1,8 +1,11 @@
-"""Moves nodes between Slurm partitions without killing work: drain, wait, set, resume, verify, persist.
+"""Moves nodes between Slurm partitions: drain, wait, set, resume, verify, persist.
 
-A failure part-way is undone (partitions set back to their full previous lists, our nodes resumed,
-slurm.conf restored) and raised as SlurmApplyFailedError with the record; every step is reported as it
-completes so that `recover` can finish or undo an apply that was interrupted.
+Work is not killed unless configured: jobs still running on a leaving node at the drain deadline make the
+move give up (`on_drain_deadline: give_up`), or are requeued (`requeue`: `scontrol requeue`, an urgent
+reclaim that pays in lost work) and the move goes on once they have left. A failure part-way is undone
+(partitions set back to their full previous lists, our nodes resumed, slurm.conf restored) and raised as
+SlurmApplyFailedError with the record; every step is reported as it completes so that `recover` can
+finish or undo an apply that was interrupted.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 from scheduler_hooks.errors import (
     ChangeRejectedError,
+    CommandFailedError,
     HookError,
     LiveStateError,
     RecoveryFailedError,
@@ -25,7 +29,7 @@ from scheduler_hooks.errors import (
     SlurmStaleChangeError,
 )
 from scheduler_hooks.slurm.commands import Runner, SlurmCommands
-from scheduler_hooks.slurm.config import SlurmConfig
+from scheduler_hooks.slurm.config import REQUEUE, SlurmConfig
 from scheduler_hooks.slurm.live import SlurmLive
 from scheduler_hooks.slurm.parse import NodeInfo
 from scheduler_hooks.slurm.plan import ChangeLike, check_changes, node_value, partition_of, plan_changes
@@ -39,8 +43,8 @@ REASON_PREFIX = "ibpool move"
 
 
 class _DeadlinePassedError(HookError):
-    def __init__(self, busy: Sequence[str]) -> None:
-        super().__init__(f"jobs still running on {','.join(busy)} at the deadline")
+    def __init__(self, busy: Sequence[str], why: str = "") -> None:
+        super().__init__(f"jobs still running on {','.join(busy)} at the deadline{why}")
 
 
 class _Steps:
@@ -215,11 +219,35 @@ class SlurmAdapter:
         steps.report(Step.DRAINED, {"nodes": to_drain, "reason": steps.record.reason})
         start = self._clock()
         deadline = start + self.config.drain_deadline_seconds
+        requeued = False
         while busy := self.live.busy(leaving):
             if self._clock() >= deadline:
-                raise _DeadlinePassedError(busy)
+                if requeued or self.config.on_drain_deadline != REQUEUE:
+                    raise _DeadlinePassedError(busy, " (after requeueing their jobs)" if requeued else "")
+                self._requeue(steps, busy, start)
+                requeued = True
+                deadline = self._clock() + self.config.command_timeout_seconds  # for them to leave
+                continue
             self._sleep(self.config.poll_interval_seconds)
         steps.report(Step.JOBS_ENDED, {"nodes": leaving, "waited_seconds": round(self._clock() - start, 3)})
+
+    def _requeue(self, steps: _Steps, busy: Sequence[str], start: float) -> None:
+        """Requeue the jobs still running on `busy` (each on its own: one that cannot be requeued, e.g. an
+        interactive job, makes the move give up with the ones already requeued reported)."""
+        jobs = self.live.running_jobs(busy)
+        done: list[str] = []
+        failed = ""
+        for job in jobs:
+            try:
+                self.live.requeue(job)
+            except CommandFailedError as exc:
+                failed = f" (job {job} could not be requeued: {exc})"
+                break
+            done.append(job)
+        waited = round(self._clock() - start, 3)
+        steps.report(Step.REQUEUED, {"nodes": list(busy), "jobs": done, "waited_seconds": waited})
+        if failed:
+            raise _DeadlinePassedError(busy, failed)
 
     def _complete(self, steps: _Steps) -> None:
         """From setting the partitions to persisting; each part is idempotent, so recovery can redo it."""

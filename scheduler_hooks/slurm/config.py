@@ -12,6 +12,8 @@ from scheduler_hooks.errors import HookConfigError
 _PATHS = ("slurm_conf", "bin_dir")
 _FLAGS = ("persist", "allow_empty_partitions")
 _SECONDS = ("poll_interval_seconds", "drain_deadline_seconds", "command_timeout_seconds")
+GIVE_UP, REQUEUE = "give_up", "requeue"
+ON_DRAIN_DEADLINE = (GIVE_UP, REQUEUE)
 
 
 @dataclass(frozen=True)
@@ -21,7 +23,10 @@ class SlurmConfig:
     `slurm_conf` is exported as SLURM_CONF to every command and is the file `persist` rewrites (the
     previous version is kept beside it with `backup_suffix`). `bin_dir` holds scontrol, sinfo and squeue
     (None: PATH). Running jobs on a drained node get `drain_deadline_seconds` to end, polled every
-    `poll_interval_seconds`; every command is killed after `command_timeout_seconds`.
+    `poll_interval_seconds`; at the deadline the move gives up (`on_drain_deadline: give_up`: nodes
+    resumed, nothing changed) or requeues the jobs still running on the leaving nodes (`requeue`:
+    `scontrol requeue`, their work since the last checkpoint lost) and completes once they have left,
+    within `command_timeout_seconds`. Every command is killed after `command_timeout_seconds`.
     """
 
     slurm_conf: Path
@@ -32,6 +37,7 @@ class SlurmConfig:
     drain_deadline_seconds: float = 3600.0
     command_timeout_seconds: float = 30.0
     allow_empty_partitions: bool = False
+    on_drain_deadline: str = GIVE_UP
 
     def __post_init__(self) -> None:
         problems = _problems({f.name: getattr(self, f.name) for f in fields(self)})
@@ -83,6 +89,9 @@ def _problems(values: Mapping[str, object]) -> list[str]:
         path = values.get(key)
         if isinstance(path, Path) and (not str(path) or not path.is_absolute()):
             problems.append(f"{key}: must be an absolute path, got {str(path)!r}")
+    action = values.get("on_drain_deadline")
+    if action is not None and action not in ON_DRAIN_DEADLINE:
+        problems.append(f"on_drain_deadline: must be one of {', '.join(ON_DRAIN_DEADLINE)}, got {action!r}")
     suffix = values.get("backup_suffix")
     if suffix is not None and (not isinstance(suffix, str) or not suffix or "/" in suffix):
         problems.append(f"backup_suffix: must be a non-empty file-name suffix, got {suffix!r}")

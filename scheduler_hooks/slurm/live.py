@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 PARTITION_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 REASON = re.compile(r"[A-Za-z0-9_.:@ -]{1,200}")
+JOB_ID = re.compile(r"[0-9]{1,20}")
 
 
 def _checked(names: Iterable[str], pattern: re.Pattern[str], what: str) -> list[str]:
@@ -34,7 +35,8 @@ def _checked(names: Iterable[str], pattern: re.Pattern[str], what: str) -> list[
 
 
 class SlurmLive:
-    """Reads partitions, nodes and jobs; sets a partition's node list; drains and resumes nodes."""
+    """Reads partitions, nodes and jobs; sets a partition's node list; drains and resumes nodes; requeues
+    jobs."""
 
     def __init__(self, runner: Runner) -> None:
         self._run = runner.run
@@ -46,6 +48,21 @@ class SlurmLive:
     def nodes(self) -> dict[str, NodeInfo]:
         """Every node slurmctld knows, in a partition or not."""
         return parse_nodes(self._run("scontrol", "--all", "--oneliner", "show", "nodes"))
+
+    def running_jobs(self, names: Sequence[str]) -> list[str]:
+        """Ids of the jobs squeue shows running (or finishing) on any of `names`, in squeue's order."""
+        if not names:
+            return []
+        wanted = ",".join(_checked(names, NODE_NAME, "node names"))
+        out = self._run("squeue", "--noheader", "--all", f"--nodelist={wanted}", f"--format={SQUEUE_JOBS}")
+        return [job.job_id for job in parse_jobs(out) if job.state != "PD" and set(job.nodes) & set(names)]
+
+    def requeue(self, job_id: str) -> None:
+        """`scontrol requeue JOBID`: the job is killed and goes back to pending (its work since its last
+        checkpoint is lost); a drained node takes no new job, so it does not come back there."""
+        _checked([job_id], JOB_ID, "job id")
+        log.info("scontrol requeue %s", job_id)
+        self._run("scontrol", "requeue", job_id)
 
     def busy(self, names: Sequence[str]) -> list[str]:
         """Those of `names` that still run (or finish) a job, by node state and by squeue."""

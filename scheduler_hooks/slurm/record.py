@@ -20,6 +20,7 @@ class Step(StrEnum):
 
     PLANNED = "planned"  # partitions with before/after, nodes to drain; nothing changed yet
     DRAINED = "drained"
+    REQUEUED = "requeued"  # at the deadline, the jobs still running on the leaving nodes were requeued
     JOBS_ENDED = "jobs_ended"
     PARTITIONS_SET = "partitions_set"
     RESUMED = "resumed"

@@ -67,6 +67,24 @@ def test_an_owner_whose_demand_returns_takes_its_lent_node_back(tmp_path: Path) 
         assert [m.tokens for m in view.moves] == [2, 0]  # the lend paid its return; the take-back is free
 
 
+def test_a_reclaim_proposal_says_it_requeues_the_jobs_on_the_node(tmp_path: Path) -> None:
+    """With a reclaim faster than a drain (1 minute against 4) the owner short a node's worth reclaims a2,
+    busy at b: a `move_nodes` proposal like any other whose effect and evidence say it requeues a2's jobs
+    (the hooks' `on_drain_deadline: requeue`)."""
+    params = replace(PARAMS, drain_min=4.0, reclaim_min=1.0)
+    with Store(tmp_path / "p.db") as store:
+        submit(store, move("a", "b", ["a2"], HOME))
+        r = rec(store, params)
+        seen = cycle(r, T0 + 180, LENT, busy=("a1", "a2"), pending={"a": 8})
+        assert len(seen) == 1 and seen[0].startswith("reclaim: 1 node(s) (a2) of a from b to a")
+        assert "requeues the jobs running on the node(s) (scontrol requeue" in seen[0]
+        assert seen[0].endswith("[requeue jobs on: a2]")
+        proposal = store.list_proposals(PENDING)[-1].proposal
+        assert proposal.kind == "move_nodes" and proposal.changes[0].after == "b1"
+        queries = [e.query for e in proposal.evidence]
+        assert any("requeue" in q for q in queries)
+
+
 def test_a_pool_with_nodes_away_does_not_borrow(tmp_path: Path) -> None:
     three = {"a": ["a1"], "b": ["a2", "b1"], "c": ["c1", "c2", "c3", "c4"]}
     with Store(tmp_path / "p.db") as store:

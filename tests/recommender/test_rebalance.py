@@ -10,6 +10,7 @@ from recommender.policies.rebalance import (
     BUDGET,
     LEND,
     PROTECTION,
+    RECLAIM,
     TAKEBACK,
     VALUE,
     ClusterView,
@@ -91,6 +92,7 @@ def test_lends_an_idle_node_for_the_expected_loan_with_its_evidence() -> None:
     assert evidence["taker_use_rate_gpus"].value == 8.0  # the forecast over the loan
     assert evidence["donor_idle_min"].value == 3 * DAY  # the loan expected
     assert evidence["donor_rises"].value == 0 and evidence["donor_rises"].threshold > 0
+    assert evidence["donor_takeback_wait_min"].value == 11.0  # a drain costs it least (nothing is lost)
     assert evidence["expected_value_gpu_minutes"].value == pytest.approx(8 * (3 * DAY - 11))  # the value
     assert evidence["move_budget_tokens"].value == pytest.approx(0.0)  # budget left: a full bucket (2) - 2
 
@@ -100,13 +102,18 @@ def test_asks_for_as_many_nodes_as_the_shortfall_and_no_more() -> None:
     assert sum(m.nodes for m in moves) == 3  # 20 GPUs waiting: 3 nodes
 
 
-def test_a_loan_expected_to_end_within_the_reversal_window_and_a_drain_is_not_made() -> None:
+def test_a_loan_expected_to_end_within_the_reversal_window_and_a_takebacks_lead_is_not_made() -> None:
+    """A loan must outlast the reversal window by its take-back's lead (3 minutes for a reclaim, 11 for a
+    drain)."""
     policy = RebalancePolicy()
-    short = pool("idle", 32, 0, 0, Stub(idle_min=60.0 + 10.0))
+    short = pool("idle", 32, 0, 0, Stub(idle_min=60.0 + 2.0))
     assert policy.propose(view(pool("busy", 16, 16, 8), short)) == []
     assert policy.blocked == {"busy": PROTECTION}
-    ok = pool("idle", 32, 0, 0, Stub(idle_min=60.0 + 11.0))
-    assert len(policy.propose(view(pool("busy", 16, 16, 8), ok))) == 1
+    for idle, wait in ((60.0 + 3.0, 3.0), (60.0 + 11.0, 11.0)):
+        ok = pool("idle", 32, 0, 0, Stub(idle_min=idle))
+        moves = policy.propose(view(pool("busy", 16, 16, 8), ok))
+        assert len(moves) == 1
+        assert {e.signal: e.value for e in moves[0].evidence}["donor_takeback_wait_min"] == wait
 
 
 def test_a_taker_that_would_not_use_the_node_gets_nothing() -> None:
@@ -165,21 +172,37 @@ def test_moves_spend_tokens_lend_two_onward_one_takeback_none() -> None:
 
 
 def test_a_donor_lends_only_while_its_rises_fit_its_wait_allowance() -> None:
-    """10,000 demand minutes allow 1% of waiting: 100 minutes, nine drains of 11 minutes."""
-    for donor in (Stub(rises_seen=10), Stub(idle_min=59.0)):
+    """10,000 demand minutes allow 1% of waiting: 100 minutes, nine drains of 11 minutes or 33 reclaims of
+    3; of the take-backs it can afford, the loan is valued with the cheaper one (a drain costs the owner 88
+    GPU-minutes of waiting, a reclaim 24 plus the 240 its holder's work on the node loses)."""
+    for donor in (Stub(rises_seen=34), Stub(idle_min=59.0)):
         policy = RebalancePolicy()
         assert policy.propose(view(pool("busy", 16, 16, 8), pool("idle", 32, 0, 0, donor))) == []
         assert policy.blocked == {"busy": PROTECTION}
-    ok = Stub(rises_seen=9)
-    assert len(POLICY.propose(view(pool("busy", 16, 16, 8), pool("idle", 32, 0, 0, ok)))) == 1
+    for rises, wait in ((9, 11.0), (10, 3.0), (33, 3.0)):
+        ok = Stub(rises_seen=rises)
+        moves = POLICY.propose(view(pool("busy", 16, 16, 8), pool("idle", 32, 0, 0, ok)))
+        evidence = {e.signal: e for e in moves[0].evidence}
+        assert evidence["donor_takeback_wait_min"].value == wait
+        assert evidence["donor_rises"].threshold == pytest.approx(100 / wait, abs=1e-3)
+        loan = 7 * DAY / rises  # the spacing of its rises: one take-back expected per loan
+        assert evidence["donor_idle_min"].value == pytest.approx(loan, abs=0.1)
+        cost = 8 * 11 if wait == 11.0 else 8 * 3 + 8 * 30
+        value = 8 * (loan - 11) - cost
+        assert evidence["expected_value_gpu_minutes"].value == pytest.approx(value, abs=0.1)
 
 
 def test_a_sparse_donor_lends_nothing_and_a_never_used_one_lends() -> None:
-    """Demand in 1% of the minutes seen: a week of them (100 minutes) cannot absorb one drain's wait."""
+    """Demand in 1% of the minutes seen: a week of them (100 minutes) cannot absorb even one reclaim's wait
+    (3 minutes: a pool needs demand in 3% of its minutes); in 3.2% it can, though not a drain's (11%)."""
     sparse = Stub(busy=144, watched=10 * DAY)
     policy = RebalancePolicy()
     assert policy.propose(view(pool("busy", 16, 16, 8), pool("idle", 32, 0, 0, sparse))) == []
     assert policy.blocked == {"busy": PROTECTION}
+    thin = pool("idle", 32, 0, 0, Stub(busy=460, watched=10 * DAY))
+    assert policy.sparse(thin, 11.0) and not policy.sparse(thin)
+    moves = policy.propose(view(pool("busy", 16, 16, 8), thin))
+    assert {e.signal: e.value for e in moves[0].evidence}["donor_takeback_wait_min"] == 3.0
     dense = Stub(busy=1600, watched=10 * DAY)  # 11% of the minutes: 11 minutes of allowance a week
     assert len(POLICY.propose(view(pool("busy", 16, 16, 8), pool("idle", 32, 0, 0, dense)))) == 1
     never = Stub(busy=0)  # no demand at all over the window: the slow lane lends
@@ -198,11 +221,12 @@ def test_with_a_history_too_short_to_judge_an_allowance_no_pool_is_sparse() -> N
     assert short.propose(view(pools[0], pool("idle", 32, 0, 0, risen), *FILL)) == []
 
 
-def test_a_sparse_owner_that_wakes_up_recalls_all_its_nodes() -> None:
+def test_a_sparse_owner_that_wakes_up_reclaims_all_its_nodes() -> None:
+    """Its burst is of unknown size and its allowance absorbs no drain: every node comes home at once."""
     owner = pool("owner", 8, 1, 0, Stub(busy=30, watched=3 * DAY))  # one GPU wanted; three nodes away
     loans = (Loan("owner", "b", 2), Loan("owner", "c", 1))
     moves = POLICY.propose(view(owner, pool("b", 32, 16), pool("c", 24, 16), loans=loans))
-    assert sorted((m.kind, m.from_pool, m.nodes) for m in moves) == [(TAKEBACK, "b", 2), (TAKEBACK, "c", 1)]
+    assert sorted((m.kind, m.from_pool, m.nodes) for m in moves) == [(RECLAIM, "b", 2), (RECLAIM, "c", 1)]
     dense = pool("owner", 8, 1, 0, Stub(busy=2000, watched=3 * DAY))  # fits its one node: keeps lending
     assert POLICY.propose(view(dense, pool("b", 32, 16), pool("c", 24, 16), loans=loans)) == []
 
@@ -212,7 +236,7 @@ def test_a_foreseen_loan_counts_only_the_rises_its_forecast_missed() -> None:
     wait."""
     seen = Stub(idle_min=600.0, missed=0, rises_seen=50)
     assert len(POLICY.propose(view(pool("busy", 16, 16, 8), pool("idle", 32, 0, 0, seen)))) == 1
-    missed = Stub(idle_min=600.0, missed=10, rises_seen=0)
+    missed = Stub(idle_min=600.0, missed=34, rises_seen=0)  # more than even 33 reclaims would absorb
     assert POLICY.propose(view(pool("busy", 16, 16, 8), pool("idle", 32, 0, 0, missed))) == []
 
 
@@ -240,17 +264,71 @@ def test_never_moves_nodes_back_within_the_reversal_window() -> None:
 
 
 def test_takes_back_when_the_owner_needs_its_nodes_even_with_no_budget() -> None:
+    """The node is idle at its holder: a reclaim requeues nothing and spares the owner a drain's wait."""
     owner = pool("a", 8, 8, 8)  # its second node is at b
     holder = pool("b", 24, 8)
     loans = (Loan("a", "b", 1),)
     moves = POLICY.propose(view(owner, holder, loans=loans, started=NOW))
-    assert [(m.kind, m.from_pool, m.to_pool, m.nodes) for m in moves] == [(TAKEBACK, "b", "a", 1)]
-    assert {e.signal for e in moves[0].evidence} == {"owner_shortfall_gpus", "move_budget_tokens"}
-    assert moves[0].reason == "owner demand returned"
+    assert [(m.kind, m.from_pool, m.to_pool, m.nodes) for m in moves] == [(RECLAIM, "b", "a", 1)]
+    evidence = {e.signal: e for e in moves[0].evidence}
+    assert set(evidence) == {
+        "owner_shortfall_gpus",
+        "move_budget_tokens",
+        "reclaim_requeued_gpus",
+        "reclaim_lost_gpu_minutes",
+    }
+    assert evidence["reclaim_requeued_gpus"].value == 0.0
+    assert evidence["reclaim_lost_gpu_minutes"].threshold == 8 * (11 - 3)  # the owner's waiting spared
+    assert moves[0].reason.startswith("owner demand returned; reclaim: requeues the jobs")
+
+
+@pytest.mark.parametrize(("running", "kind"), [(2, RECLAIM), (3, TAKEBACK), (8, TAKEBACK)])
+def test_a_busy_node_is_reclaimed_only_when_the_owners_wait_costs_more_than_the_work_lost(
+    running: int, kind: str
+) -> None:
+    """8 GPUs waiting 8 minutes longer for a drain (64 GPU-minutes) against 30 minutes of work for each GPU
+    the holder runs on the node: 2 GPUs (60) are requeued, 3 (90) are left to end under a drain."""
+    owner = pool("a", 8, 8, 8)
+    holder = pool("b", 16, 8 + running)  # two nodes, one of them a's: the holder's work spills onto it
+    moves = POLICY.propose(view(owner, holder, loans=(Loan("a", "b", 1),), started=NOW))
+    assert [(m.kind, m.nodes) for m in moves] == [(kind, 1)]
+    if kind == RECLAIM:
+        evidence = {e.signal: e.value for e in moves[0].evidence}
+        assert evidence["reclaim_requeued_gpus"] == running
+        assert evidence["reclaim_lost_gpu_minutes"] == running * 30
+
+
+def test_an_owner_whose_allowance_cannot_absorb_a_drain_reclaims_even_a_busy_node() -> None:
+    """Ten rises of its demand over its capacity in 10,000 demand minutes: more than the nine drains its
+    wait allowance absorbs, so the holder's work is requeued rather than the owner kept waiting."""
+    owner = pool("a", 8, 8, 8, Stub(rises_seen=10))
+    holder = pool("b", 16, 16)
+    moves = POLICY.propose(view(owner, holder, loans=(Loan("a", "b", 1),), started=NOW))
+    assert [(m.kind, m.nodes) for m in moves] == [(RECLAIM, 1)]
+    assert "the owner's wait allowance cannot absorb a drain" in moves[0].reason
+    assert {e.signal: e.value for e in moves[0].evidence}["reclaim_lost_gpu_minutes"] == 8 * 30
+
+
+def test_a_shortfall_of_one_node_reclaims_one_and_drains_the_rest_of_a_sparse_owners_burst_never() -> None:
+    """An owner short 8 GPUs with two nodes at an idle holder and a third due: only the GPUs wanted now are
+    worth a reclaim; nodes recalled ahead of a forecast go by drain."""
+    owner = pool("a", 8, 8, 8, Stub(soon=40))  # 8 waiting now, 40 due: four nodes wanted, three away
+    loans = (Loan("a", "b", 3),)
+    moves = POLICY.propose(view(owner, pool("b", 40, 0), loans=loans, started=NOW))
+    assert sorted((m.kind, m.nodes) for m in moves) == [(RECLAIM, 1), (TAKEBACK, 2)]
+
+
+def test_without_a_faster_reclaim_every_takeback_drains() -> None:
+    slow = RebalancePolicy(RebalanceParams(reclaim_min=11.0))
+    moves = slow.propose(view(pool("a", 8, 8, 8), pool("b", 24, 8), loans=(Loan("a", "b", 1),), started=NOW))
+    assert [m.kind for m in moves] == [TAKEBACK]
+    thin = pool("idle", 32, 0, 0, Stub(busy=460, watched=10 * DAY))  # sparse for a drain: lends nothing
+    assert slow.propose(view(pool("busy", 16, 16, 8), thin)) == []
 
 
 def test_no_takeback_of_a_loan_younger_than_the_reversal_window() -> None:
-    owner, holder = pool("a", 8, 8, 8), pool("b", 24, 8)
+    """Nor a reclaim: an owner that cannot absorb a drain's wait still waits out the reversal window."""
+    owner, holder = pool("a", 8, 8, 8, Stub(rises_seen=50)), pool("b", 24, 8)
     loans = (Loan("a", "b", 1),)
     recent = (MoveRecord(NOW - 59, "a", "b", "a", 1),)
     assert POLICY.propose(view(owner, holder, loans=loans, moves=recent)) == []
@@ -263,7 +341,7 @@ def test_no_takeback_while_the_owner_fits_unless_its_demand_is_due_before_a_node
     assert POLICY.propose(view(pool("a", 8, 4), pool("b", 24, 8), pool("c", 24, 8), loans=loans)) == []
     due = pool("a", 8, 4, 0, Stub(soon=24))  # 24 GPUs due: both nodes, recalled before it comes
     moves = POLICY.propose(view(due, pool("b", 24, 8), pool("c", 24, 8), loans=loans))
-    assert sum(m.nodes for m in moves if m.kind == TAKEBACK) == 2
+    assert sum(m.nodes for m in moves if m.kind == TAKEBACK) == 2  # ahead of the need: by drain
     assert moves[0].reason == "owner demand due before a node could arrive"
 
 
@@ -301,4 +379,5 @@ def test_params_report_every_problem() -> None:
     assert "history_min must be >= reversal_min" in text
     with pytest.raises(RebalanceParamsError, match="unknown parameters: persistence_min"):
         RebalanceParams.from_mapping({"persistence_min": 60})
-    assert len(RebalanceParams().as_dict()) <= 6
+    # six planner constants and the two physical figures of a reclaim (docs/backtest.md, constants)
+    assert len(RebalanceParams().as_dict()) <= 8

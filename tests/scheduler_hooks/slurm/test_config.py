@@ -24,6 +24,18 @@ def test_from_mapping() -> None:
     assert config.persist and config.poll_interval_seconds == 2
     assert config.backup_path == Path("/etc/slurm/slurm.conf.ibpool-prev")
     assert config.drain_deadline_seconds == 3600.0
+    assert config.on_drain_deadline == "give_up"
+
+
+def test_on_drain_deadline_requeue_or_give_up_only() -> None:
+    config = SlurmConfig.from_mapping({"slurm_conf": "/s.conf", "on_drain_deadline": "requeue"})
+    assert config.on_drain_deadline == "requeue"
+    with pytest.raises(HookConfigError) as caught:
+        SlurmConfig.from_mapping({"slurm_conf": "/s.conf", "on_drain_deadline": "kill", "persist": 1})
+    assert caught.value.problems == [
+        "slurm.persist: must be true or false, got 1",
+        "slurm.on_drain_deadline: must be one of give_up, requeue, got 'kill'",
+    ]
 
 
 def test_every_bad_key_at_once() -> None:

@@ -158,6 +158,48 @@ def test_deadline_gives_up_resumes_and_changes_nothing(slurm: SlurmCluster) -> N
     assert _job(slurm, job)["JobState"] == "RUNNING"
 
 
+def test_deadline_requeues_the_running_job_and_the_move_completes(slurm: SlurmCluster) -> None:
+    """An urgent reclaim: the job on node4 is requeued at the deadline, node4 joins inference at once, and
+    the inference job that waited for a node starts on it."""
+    job = slurm.submit("training", seconds=600, nodelist=["node4"])
+    fillers = [slurm.submit("inference", seconds=600, exclusive=True) for _ in ORIGINAL["inference"]]
+    for filler in fillers:
+        slurm.wait_job_state(filler, "RUNNING", timeout=20)
+    owner = slurm.submit("inference", seconds=600, exclusive=True)  # waits: every inference node is busy
+    slurm.wait_job_state(job, "RUNNING", timeout=20)
+    slurm.wait_job_state(owner, "PENDING", timeout=20)
+    steps = Steps()
+    record = _adapter(slurm, drain_deadline_seconds=1, on_drain_deadline="requeue").apply(
+        MOVE, steps, proposal="reclaim1"
+    )
+    assert record.outcome is Outcome.APPLIED
+    assert steps.names == ["planned", "drained", "requeued", *FULL_RUN[2:]]
+    assert record.detail(Step.REQUEUED)["nodes"] == ["node4"]
+    assert record.detail(Step.REQUEUED)["jobs"] == [str(job)]
+    assert _members(slurm) == MOVED
+    info = _job(slurm, job)
+    assert info["JobState"] == "PENDING" and info["Restarts"] == "1"  # requeued, not killed or kept
+    slurm.wait_job_state(owner, "RUNNING", timeout=30)
+    assert _job(slurm, owner)["NodeList"] == "node4"  # the owner's job runs on the reclaimed node
+
+
+def test_a_job_that_cannot_be_requeued_makes_the_move_give_up(slurm: SlurmCluster) -> None:
+    job = slurm.submit("training", seconds=600, nodelist=["node4"], extra=["--no-requeue"])
+    slurm.wait_job_state(job, "RUNNING", timeout=20)
+    steps = Steps()
+    with pytest.raises(SlurmDrainDeadlineError, match=f"job {job} could not be requeued") as caught:
+        _adapter(slurm, drain_deadline_seconds=1, on_drain_deadline="requeue").apply(
+            MOVE, steps, proposal="reclaim2"
+        )
+    record = caught.value.record
+    assert isinstance(record, ApplyRecord) and record.outcome is Outcome.GAVE_UP
+    assert steps.names == ["planned", "drained", "requeued", "resumed", "gave_up"]
+    assert steps.seen[2][1]["jobs"] == []
+    assert _members(slurm) == ORIGINAL
+    assert "drain" not in slurm.node_states()["node4"]
+    assert _job(slurm, job)["JobState"] == "RUNNING"
+
+
 def _failing_scontrol(bin_dir: Path) -> Path:
     """A bin dir whose scontrol breaks the 2nd partition update like a real failure, then snapshots sinfo."""
     bin_dir.mkdir()
