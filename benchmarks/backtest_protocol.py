@@ -12,7 +12,7 @@ ceiling), the planner with hindsight, the upper bound at the planner's budget an
 ratios, work lost to preemption) and which targets the policy meets. `--no-profile` runs the planner
 without its time-of-day profile (to measure what it adds).
 
-    .venv/bin/python -m benchmarks.backtest_protocol [--trace PATH] [--only NAME ...] [--json OUT]
+    .venv/bin/python -m benchmarks.backtest_protocol [--trace PATH] [--only NAME ...] [--out OUT]
         [--held-out] [--no-profile] [--policy-param NAME=VALUE ...] [--model-param NAME=VALUE ...]
 """
 
@@ -29,6 +29,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from foundation.settings import add_hidden_alias
 from recommender.backtest.model import ModelParams
 from recommender.backtest.report import STRATEGIES, BacktestConfig, run_backtest
 from recommender.backtest.trace import Trace, load_trace, slice_trace
@@ -167,7 +168,8 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
     parser.add_argument("--only", action="append", default=[], help="run only items whose name contains this")
-    parser.add_argument("--json", type=Path, help="write every item's report summary here")
+    out = parser.add_argument("--out", type=Path, dest="json", help="write every item's report summary here")
+    add_hidden_alias(parser, "--json", out)
     parser.add_argument(
         "--held-out", action="store_true", help="also run the held-out busier items (final reports only)"
     )

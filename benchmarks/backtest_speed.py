@@ -66,7 +66,7 @@ def main(argv: list[str]) -> int:
         walls = []
         for _ in range(args.repeat):
             start = time.perf_counter()
-            code = cli.main(["--trace", str(synthetic), "--json", str(report), "--quiet"])
+            code = cli.main(["--trace", str(synthetic), "--out", str(report), "--quiet"])
             walls.append(time.perf_counter() - start)
             if code != 0:
                 print(f"backtest failed with exit code {code}", file=sys.stderr)

@@ -60,7 +60,12 @@ DEFAULT = Timings(
     fault_at=9 * 3600.0,
     quota=_quota(persistence=600.0, cooldown=1200.0),
     rebalance=RebalanceParams(
-        cycle_min=10.0, drain_min=10.0, reversal_min=60.0, moves_per_pool_day=8.0, history_min=120.0
+        cycle_min=10.0,
+        drain_min=10.0,
+        reclaim_min=10.0,  # the simulated Slurm side drains only: a reclaim would not be faster here
+        reversal_min=60.0,
+        moves_per_pool_day=8.0,
+        history_min=120.0,
     ),
 )
 
@@ -77,6 +82,11 @@ FAST = Timings(
     fault_at=3 * 3600.0,
     quota=_quota(persistence=600.0, cooldown=1200.0),
     rebalance=RebalanceParams(
-        cycle_min=10.0, drain_min=10.0, reversal_min=60.0, moves_per_pool_day=8.0, history_min=120.0
+        cycle_min=10.0,
+        drain_min=10.0,
+        reclaim_min=10.0,  # the simulated Slurm side drains only: a reclaim would not be faster here
+        reversal_min=60.0,
+        moves_per_pool_day=8.0,
+        history_min=120.0,
     ),
 )

@@ -13,6 +13,7 @@ from proposals.model import Change
 from scheduler_hooks.apply.sides import AFTER, BEFORE, STALE, Recorded, SideFailedError, SideResult, StepSink
 from scheduler_hooks.errors import HookError, SlurmApplyFailedError
 from scheduler_hooks.slurm import ApplyRecord, Outcome, SlurmAdapter, SlurmConfig, Step
+from scheduler_hooks.slurm.config import REQUEUE
 from scheduler_hooks.slurm.plan import plan_changes
 
 _UNDONE = (Step.ROLLED_BACK, Step.GAVE_UP)
@@ -61,9 +62,14 @@ class SlurmSide:
         leaving = sorted(set().union(*(p.leaving for p in plan.plans)))
         lines = []
         if leaving:
+            then = (
+                "requeue the jobs still running"
+                if self.config.on_drain_deadline == REQUEUE
+                else "give up and resume"
+            )
             lines.append(
                 f"drain {','.join(leaving)} and wait for their running jobs to end "
-                f"(deadline {self.config.drain_deadline_seconds:g} s, then give up and resume)"
+                f"(deadline {self.config.drain_deadline_seconds:g} s, then {then})"
             )
         lines += [
             f"scontrol update PartitionName={p.partition} Nodes={','.join(p.after)}" for p in plan.plans
