@@ -365,7 +365,7 @@ def _clamp(value: float) -> float:
 
 
 class FakeNvml:
-    """Simulated NVML with `gpu_count` GPUs of one model; see the module docstring for the driving API."""
+    """Simulated NVML with `gpu_count` GPUs of one model; docs/simulator.md has the driving API."""
 
     def __init__(
         self,

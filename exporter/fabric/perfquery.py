@@ -1,9 +1,7 @@
 """Parse `perfquery` output (basic, `-x` extended, `--vlxmitcounters`) into counter blocks.
 
-```
-# Port counters: Lid 3 port 1 (CapMask: 0x1300)
-SymbolErrorCounter:..............0
-```
+    # Port counters: Lid 3 port 1 (CapMask: 0x1300)
+    SymbolErrorCounter:..............0
 
 One process may print many blocks (`-l` loops over a switch's ports); field names map onto the sysfs
 counter names the catalog is keyed by. A garbled line, a value wider than its counter (`COUNTER_BITS`), a

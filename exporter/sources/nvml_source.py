@@ -1,8 +1,7 @@
 """NVML source: reads a GPU into a frozen `GpuSnapshot` in base units (bytes, watts, joules, celsius, hertz).
 
 The NVML object (`pynvml`, or `simulator.fake_nvml.FakeNvml`) is a constructor argument; the first read runs
-`nvmlInit`. `read_gpu` reads one GPU fast or slow (what each takes: docs/gpu-collector.md); `read()` reads
-every GPU, slow.
+`nvmlInit`. `read_gpu` reads one GPU fast or slow (docs/gpu-collector.md), `read()` every GPU, slow.
 
 Rules:
 - NOT_SUPPORTED omits the value (None, never 0) and is no error; other failures omit it and are counted.

@@ -230,7 +230,7 @@ def set_group_members(text: str, group: str, guids: list[str]) -> str:
 
 
 def set_group_sl(text: str, group: str, sl: int) -> str:
-    """Make paths within `group` get `sl` (see the module docstring); PolicyError if that cannot hold."""
+    """Make paths within `group` get `sl` (docs/apply.md); PolicyError if that cannot hold."""
     policy = parse_policy(text)
     if policy.port_group(group) is None:
         raise PolicyError(f"no port-group named {group!r}")

@@ -19,7 +19,7 @@ UNIT_BYTES = 64  # VL arbitration weights count 64-byte units
 
 @dataclass(frozen=True)
 class FabricEffects:
-    """Which effects are on and how strong (see the module docstring)."""
+    """Which effects are on and how strong (the formulas: docs/simulator.md)."""
 
     arbitration_packets: bool = False
     credit_stall: float = 0.0

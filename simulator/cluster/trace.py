@@ -150,7 +150,7 @@ def job_size(gap: int, typical: float) -> int:
 
 
 def trace_jobs(trace: Trace, pool_map: Mapping[str, str] | None = None, seed: int = 1) -> list[JobRequest]:
-    """Jobs that reproduce the trace's per-pool demand (see the module docstring), in submit order."""
+    """Jobs that reproduce the trace's per-pool demand (how: docs/simulator.md), in submit order."""
     mapping = pool_map if pool_map is not None else {p: p for p in trace.pools}
     jobs: list[tuple[float, int, int, JobRequest]] = []
     for order, (name, series) in enumerate(trace.pools.items()):

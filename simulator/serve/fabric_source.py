@@ -92,7 +92,7 @@ def sweep_result(
     duration_seconds: float = 0.0,
     qos: QosSpec | None = None,
 ) -> SweepResult:
-    """The SweepResult a real sweep of this fabric would produce (see the module docstring)."""
+    """The SweepResult a real sweep of this fabric would produce (docs/simulator.md has what it holds)."""
     ports: dict[int, list[PortView]] = {}
     for port in view.ports:
         ports.setdefault(port.node_guid, []).append(port)
