@@ -2,13 +2,10 @@
 
     ibpool demo [--fast] [--out DIR] [--seed N] [--quiet] [--real]
 
-Default: one simulated day (a few minutes of wall time); `--fast`: its first six hours (under a minute or
-so). The run, then its static twin and each change's counterfactual (model-only replays), then the alert
-replay (the shipped rules, vmalert over the run's series; without vmalert the summary says so), then the
-summary and the post-mortem report. The run directory (`--out`, default a new temporary directory) keeps
-everything (see demo.record). `--real` (root; ibsim, OpenSM, the infiniband diagnostics, Slurm and munge
-installed) applies the changes to a real OpenSM on ibsim and a real Slurm on localhost, on a smaller
-cluster (see demo.real); without them it says what is missing, exit 2.
+The run, its static twin and each change's counterfactual, the alert replay, then the summary and the
+post-mortem report, all kept in the run directory (`--out`, default a new temporary directory). `--real`
+(root; ibsim, OpenSM, the infiniband diagnostics, Slurm and munge installed) applies the changes to a
+real OpenSM on ibsim and a real Slurm, on a smaller cluster; without them it says what is missing, exit 2.
 """
 
 from __future__ import annotations

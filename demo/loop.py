@@ -1,15 +1,11 @@
 """The closed loop on one machine: simulated cluster -> exporters -> recommender -> approval -> apply.
 
-Time: the model's clock is frozen (`speed 0`) and the loop advances it one cycle at a time, as fast as the
-machine goes, so every reader sees simulated time: the exporters' sweep and poll timestamps, the signals'
-rate windows, the proposal store's clock are `start + model time`, and `start` is 06:00 UTC of the day
-before the run (times in the output are that clock). Each cycle: scripted events due, advance to the next
-cycle, one recommender cycle (the embedded source scraping the served exporters, recording what it read
-for the alert replay; both policies; auto-approval by demo/approval.yaml), the cycle's series, then every
-approved proposal through the real apply orchestrator with the simulated sides (HTTP controls, read back),
-or with `real=True` the real OpenSM and Slurm sides on programs `demo.real` starts (a smaller cluster; the
-model mirrored into ibsim every cycle and fed back from OpenSM and Slurm after every applied change).
-Every change to the model is logged (`demo.controls`) with the proposal it belongs to, for the twins.
+The model's clock is frozen and the loop advances it one cycle at a time, as fast as the machine goes, so
+every reader sees simulated time (`start + model time`; start is 06:00 UTC the day before the run). Each
+cycle runs the scripted events due, advances, runs one recommender cycle and records the series, then
+applies every approved proposal through the real apply orchestrator (simulated sides, or with `real=True`
+the real OpenSM and Slurm of `demo.real`). Every change to the model is logged with its proposal
+(`demo.controls`), for the twins. The cycle in full: docs/demo.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """Ground truth from the model, measured the same way for both twins and every counterfactual.
 
 A `Meter` is a replay probe: at every sample (one simulated minute, standing for the minute that follows
-it) inside its window it reads the model (the scheduler's view, every node's GPU load, the running jobs'
-iteration times) and adds the sample's share of time to its totals; `finish` adds the jobs' waits.
-Everything is read from the model itself, not from the exporters, so the loop and the static run are
-compared on the same footing:
-
-- allocation: allocated GPUs / capacity (a pool's members, as sinfo counts them), time-averaged;
-- utilization: mean GPU utilization of the pool's nodes, idle GPUs counting 0 (the recording rule
-  `pool:ibpool_gpu_utilization_ratio:avg`), time-averaged;
-- GPU-hours served: GPUs held by the pool's own running jobs, integrated over time;
-- pending GPU-minutes: GPUs asked for by its pending jobs, integrated over time;
-- job waits: start - submit of the jobs submitted in the window (a job still waiting at the end counts
-  its wait so far), p50/p95/p99 at nearest rank;
-- the priority job: the high-priority pool's scripted all-reduce job, its iteration time while it runs
-  against its iteration time on an idle fabric; and every pool's multi-node slowdown.
+it) inside its window it reads the model and adds the sample's share of time to its totals; `finish` adds
+the jobs' waits. Everything is read from the model itself, not from the exporters, so the loop and the
+static run are compared on the same footing. What each figure means: docs/demo.md ("The twin").
 """
 
 from __future__ import annotations

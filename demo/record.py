@@ -1,18 +1,8 @@
 """The run directory: everything a post-mortem needs, written as the demo goes (JSON, CSV, gzip JSON lines).
 
-run.json              settings, cluster, pools, start time (Unix seconds of simulated t=0), rule settings
-timeline.jsonl        one event per line, in order (see `Event`); timeline.json: the same as a list
-series/pools.csv      per cycle and pool: capacity, allocated, pending, jobs, GPU utilization,
-                      mean/max iteration time and slowdown of its multi-node jobs
-series/links.csv      per cycle and port with traffic: congestion (wait share), utilization, pools
-series/qos.csv        per cycle: the VL arbitration tables in force
-series/metrics.jsonl.gz  the exporters' series the rules read, as scraped (VictoriaMetrics JSON lines)
-alerts.json           the alerts the shipped rules fired in the replay (or why there was no replay)
-twin.json             the loop against its static twin, measured; each change's counterfactual
-proposals.json        every proposal with its state, audit log and apply steps (from the store)
-effects.json          per applied change: what it was and its counterfactual (with it against without it)
-summary.json / summary.txt   the end-of-run summary
-ibpool.db             the proposal store (SQLite) with its audit log
+`run.json` (settings, cluster, start time), `timeline.jsonl`, `series/` (pools, links and QoS as CSV; the
+exporters' series for the alert replay), `alerts.json`, `twin.json`, `proposals.json`, `effects.json`,
+`summary.json` / `summary.txt` and the proposal store `ibpool.db`. What each file holds: docs/demo.md.
 """
 
 from __future__ import annotations

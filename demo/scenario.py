@@ -1,13 +1,10 @@
 """The demo cluster: 16 nodes on a 4:1 fat tree, two interleaved pools, day/night demand, scripted events.
 
 `recsys` (high priority, SL 1) and `llm` (normal, SL 0) each hold half of every leaf, so their multi-node
-jobs share the leaf uplinks and the VL arbitration weights decide who gets what. Demand over a day from
-06:00: each pool is offered on average 0.65 of its capacity, the recommender-training pool peaking in
-the afternoon and the LLM pool at night (each about 1.2 times its capacity at its peak), so from
-mid-morning to late evening `recsys` queues while `llm` has idle nodes, and at night the roles turn.
-Scripted: an all-reduce heavy job in each pool at `episode_at` (the congestion episode on the shared
-uplinks; the `recsys` one is the priority job the comparison follows), and a GPU that reports XID 79 and
-falls off the bus on an `llm` node at `fault_at` (its job fails, the node drains).
+jobs share the leaf uplinks and the VL arbitration weights decide who gets what. Each pool is offered 0.65
+of its capacity on average, peaking at opposite times of day. Scripted: an all-reduce heavy job in each
+pool at `episode_at` (the congestion episode) and a GPU that falls off the bus at `fault_at`. In full:
+docs/demo.md ("The scenario").
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """The demo's two timings (default and `--fast`): simulated durations, cycles and compressed policy windows.
 
-The default run is one simulated day from 06:00 (the day pool ramps up, peaks in the afternoon and calms
-down at night while the night pool takes over), with a recommender cycle, a scrape and one sample of the
-exporters' series every 10 simulated minutes; `--fast` is the first six hours of it. Both run unpaced.
-(A cycle costs about half a second of CPU, most of it the node exporters' GPU collectors over the NVML
-fake and parsing what they serve; 10 minutes keeps a day within a few minutes of wall time.)
-
-Demo timings are compressed. A production recommender waits 2 minutes (quota) of persistent evidence, and
-its rebalance planner plans every 10 minutes, never moves a node back within an hour, paces 0.5 moves per
-pool-day and forecasts from a week of history; the demo keeps the 10-minute cycle and the hour, shortens
-the history to a few hours and scales the move budget up so that one day shows every step of the loop. The
-approval bounds and blast-radius limits (demo/approval.yaml) are not compressed.
+The default run is one simulated day from 06:00 with a recommender cycle, a scrape and one sample of the
+exporters' series every 10 simulated minutes; `--fast` is its first six hours. Both run unpaced. The
+recommender's windows are compressed so that one day shows every step of the loop; the approval bounds
+and blast-radius limits (demo/approval.yaml) are not. What is compressed, and why: docs/demo.md.
 """
 
 from __future__ import annotations

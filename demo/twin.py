@@ -1,13 +1,10 @@
 """The counterfactual twin: the run replayed without the loop's changes, and each change without itself.
 
-From the control log of the loop run (`demo.controls`), all model-only and deterministic:
-- the loop run, replayed with every call, measured (and checked against the live model: the replay must
-  end where the run ended, or the comparison says so);
-- the static twin: the same seed, demand, scripted jobs and faults, with the partitions and QoS tables left
-  as they were (every call made while a change was applied left out), measured the same way;
-- per applied change, two forks from the moment it started, both without the later changes: one with it,
-  one without it, followed for the effect window. A metric that is worse with the change than without it
-  by more than a tolerance is a regression (`postmortem.regressions`).
+From the control log of the loop run (`demo.controls`), all model-only and deterministic: the loop run
+replayed and measured (it must end where the live run ended, or the comparison says so); the static twin
+(every call made while a change was applied left out); and per applied change two forks from its start,
+without the later changes, one with it and one without it, followed for the effect window. A metric
+worse with the change than without it beyond a tolerance is a regression (`postmortem.regressions`).
 """
 
 from __future__ import annotations

@@ -1,25 +1,8 @@
 """Exporter configuration: Prometheus-style flags over an optional YAML file, parsed once, frozen.
 
-Precedence: built-in defaults < YAML file (`--config.file`) < flags given on the command line.
-Every problem is reported at once, each with its file (or `flag`) and key.
-
-```yaml
-web:
-  listen_address: ":9470"
-  config_file: web.yml          # TLS and basic auth (exporter-toolkit format)
-  telemetry_path: /metrics
-collectors:
-  gpu: {enabled: true, deadline_seconds: 2.0,
-        sample_interval_seconds: 1.0, slow_sample_interval_seconds: 10.0}
-  infiniband: {enabled: true, sysfs_root: /sys, mirror: true}   # mirror: false beside node_exporter
-  verbs: {enabled: true}
-  jobs: {enabled: true, directory: /run/ibpool/jobs}
-health:
-  max_age_seconds: 300
-influx:                         # optional push to InfluxDB; every key: exporter/influx/config.py
-  url: http://victoria-metrics:8428
-  spill: {directory: /var/lib/ibpool/influx-spill}
-```
+Precedence: built-in defaults < YAML file (`--config.file`) < flags given on the command line. Every
+problem is reported at once, each with its file (or `flag`) and key. Every YAML key, in a full example:
+docs/configuration.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """The one parser of `smpquery vlarb LID PORT` (infiniband-diags 44), and weights per VL.
 
-Shared by the fabric exporter (live weights) and the OpenSM hook (verifying applied weights). Output:
-
-```
-# VLArbitration tables: Lid 4 port 1 LowCap 8 HighCap 8
-# Low priority VL Arbitration Table:
-VL    : |0x0 |0x1 |0x2 |0x3 |0x4 |0x5 |0x6 |0x7 |
-WEIGHT: |0x0 |0x40|0x20|0x10|0x8 |0x4 |0x2 |0x1 |
-# High priority VL Arbitration Table:
-VL    : |0x0 |0x1 |0x2 |0x3 |0x4 |0x5 |0x6 |0x7 |
-WEIGHT: |0x4 |0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |
-```
-
-VLs and weights print as hex (weights upper-case: `0xC8`); a table longer than 8 entries continues on
-further VL/WEIGHT row pairs. A switch's port 0 prints `# No VLArbitration tables (BSP0)`: an error here.
+Shared by the fabric exporter (live weights) and the OpenSM hook (verifying applied weights). VLs and
+weights print as hex (weights upper-case: `0xC8`), one VL row and one WEIGHT row per 8 entries of each
+table; a switch's port 0 (`# No VLArbitration tables (BSP0)`) is an error here. An example of the output:
+docs/fabric-exporter.md.
 """
 
 from __future__ import annotations

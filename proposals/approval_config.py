@@ -1,20 +1,8 @@
 """The approval policy file: auto-approval bounds per kind and blast-radius limits, as frozen config.
 
-    name: night-shift              # auto-approvals are recorded as `policy:night-shift`
-    auto_approve:                  # kinds not listed are never auto-approved
-      set_vl_weights:
-        max_weight_change_per_vl: 16   # a VL that had weight > 0 never goes to 0 (always enforced)
-      move_nodes:
-        max_nodes: 2
-      set_port_group:
-        allowed_sls: [0, 1, 2]
-    limits:                        # blast radius, for every approval (people and policies); defaults below
-      max_nodes_moved_per_hour: 8
-      max_pool_share_moved: 0.5
-      max_weight_change_per_step: 255  # default: a person may set any weight; lower it here
-
-Auto-approval covers VL arbitration weights only (an `opensm.sl2vl` change always needs a person), and port
-group SLs only.
+Kinds the file does not list are never auto-approved; auto-approval covers VL arbitration weights (never
+`opensm.sl2vl`) and port group SLs only; the limits bind every approval, people's and policies' alike.
+The format, in a full example: docs/configuration.md.
 """
 
 from __future__ import annotations

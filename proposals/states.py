@@ -1,15 +1,11 @@
-"""The proposal lifecycle: states and the transitions allowed between them (docs/architecture.md §5).
+"""The proposal lifecycle: states and the transitions allowed between them (docs/proposals.md).
 
     pending  -> approved | rejected | expired
     approved -> applying | expired
     applying -> applied | failed
     failed   -> rolled_back
 
-`applying -> rolled_back` is deliberately not allowed: §4 puts `rolled_back` after `failed`, so an apply that
-is abandoned (a verify mismatch, or recovery after a crash that found the proposal in `applying`) first
-records `failed` with the reason, then `rolled_back` once the previous state is restored. A proposal found in
-`applying` on start-up is an interrupted apply: recovery must complete it (`applied`) or fail and roll it
-back. `failed` stays `failed` when the rollback itself fails; an operator takes over from the step records.
+An abandoned apply records `failed` (with the reason) before `rolled_back`: never `applying -> rolled_back`.
 """
 
 from __future__ import annotations

@@ -1,36 +1,12 @@
 """An NVML-compatible fake: simulated GPUs behind pynvml's function names, structs, constants and errors.
 
-`FakeNvml` answers the calls the exporter makes with the same shapes pynvml returns (ctypes handles,
-`c_nvmlFieldValue_t` arrays, `c_nvmlMemory_t`, `c_nvmlSample_t` lists, `c_nvmlEventData_t`, GPM structs) and
-raises pynvml's own `NVMLError` subclasses. Any pynvml constant, struct or error class is available as an
-attribute (`fake.NVML_FI_DEV_MEMORY_TEMP is pynvml.NVML_FI_DEV_MEMORY_TEMP`); pynvml functions the fake does
-not implement raise AttributeError.
-
-Driving it (the simulation side):
+`FakeNvml` answers the exporter's calls with the shapes pynvml returns and raises pynvml's `NVMLError`
+subclasses; any pynvml constant, struct or error class is an attribute, and a pynvml function it does not
+implement raises AttributeError. The simulation drives it (every control and the model: docs/simulator.md):
 
     nvml = FakeNvml(gpu_count=8, model=H200_SXM)       # time from a ManualClock starting at 0
     nvml.set_load(0, utilization=0.9, tensor_active=0.6, memory_used_bytes=60 << 30)
-    nvml.step(15.0)                                     # power, temperature, energy, counters, samples
-    nvml.inject_xid(3, 79); nvml.lose_gpu(5); nvml.restore_gpu(5)
-    nvml.inject_ecc(2, corrected=4); nvml.set_thermal_throttle(1, True)
-    nvml.set_field_error(nvml.NVML_FI_DEV_MEMORY_TEMP)  # NOT_SUPPORTED on every GPU
-    nvml.set_call_error("nvmlDeviceGetClockInfo", nvml.NVML_ERROR_UNKNOWN, gpu=0)  # None clears
-    nvml.set_capabilities(2, gpm=False, events=False); nvml.fail_init()  # no driver
-    nvml.hang("nvmlDeviceGetFieldValues")              # next such call blocks until release_hangs()
-    nvml.stall_gpu(3, seconds=10.0)                    # every call on GPU 3 blocks for 10 s (real time)
-    nvml.inject_row_remap(0, uncorrectable=1); nvml.inject_nvlink_errors(0, link=2, crc=5)
-    nvml.enable_mig(4, ("3g.71gb", "2g.35gb")); nvml.set_mig_load(4, 0, utilization=0.7)
-    FakeNvml(costs=H200_COSTS)                          # each call takes as long as on a real H200
-
-With `clock=time.monotonic` (or any callable) the state follows that clock instead, and `step` is not used.
-Load is piecewise constant: each change first brings the state up to "now" with the old load; a GPU's state
-is brought up to date when it is called. Power follows load, temperature follows power (20 s time
-constant), energy integrates power, utilization samples are taken every 1/6 s (20 s kept), GPM metrics are
-activity over the time between two samples. Hangs, stalls, call costs and event waits use real time (they
-block threads). Calls are counted by name in `calls`. Memory follows nvidia-smi's accounting: v2 `used`
-excludes the driver's reserve, v1 `used` includes it (as measured on an H200, docs/nvml-h200.md). Clock-event
-violation time accumulates while power-capped, thermally throttled or idle. In MIG mode the parent GPU has no
-utilization samples (nvidia-smi shows N/A); each MIG device has its own memory and GPM activity.
+    nvml.step(15.0); nvml.inject_xid(3, 79); nvml.lose_gpu(5)
 """
 
 # ruff: noqa: N802  (method names are NVML's)
@@ -389,7 +365,7 @@ def _clamp(value: float) -> float:
 
 
 class FakeNvml:
-    """Simulated NVML with `gpu_count` GPUs of one model; see the module docstring for the driving API."""
+    """Simulated NVML with `gpu_count` GPUs of one model; docs/simulator.md has the driving API."""
 
     def __init__(
         self,

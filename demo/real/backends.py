@@ -1,20 +1,12 @@
 """The real programs for the demo, the real apply sides on them, and the mirrors that keep the model in step.
 
-```python
-real = RealBackends(run_dir / "real", model)
-real.start()                     # ibsim + OpenSM (QoS), munged + slurmctld + slurmd per node
-try:                             # (or: with RealBackends(...) as real:)
-    sides = real.sides(state_dir)        # OpenSMSide(OpenSMAdapter), SlurmSide(SlurmAdapter)
-    real.push(model)                     # each cycle: counters and link states into ibsim
-    real.sync(model)                     # after an applied change: fabric QoS and Slurm -> model
-finally:
-    real.close()                         # OpenSM before ibsim; slurmd before slurmctld
-```
+    with RealBackends(run_dir / "real", model) as real:  # ibsim + OpenSM (QoS), munged, slurmctld, slurmds
+        sides = real.sides(state_dir)  # OpenSMSide(OpenSMAdapter), SlurmSide(SlurmAdapter)
+        real.push(model)               # each cycle: counters and link states into ibsim
+        real.sync(model)               # after an applied change: fabric QoS and Slurm -> model
 
 Between `start()` and `close()`, SIGTERM and SIGHUP raise SystemExit (in the main thread), so a killed
-demo still runs its `finally` and stops everything; the programs themselves come from
-`simulator.backends.ibsim_run` and `simulator.backends.slurm_run`, which stop what they started when a
-start fails part-way.
+demo still stops everything: OpenSM before ibsim, slurmd before slurmctld.
 """
 
 from __future__ import annotations

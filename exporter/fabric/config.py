@@ -1,35 +1,8 @@
 """Fabric exporter configuration: Prometheus-style flags over an optional YAML file, parsed once, frozen.
 
 Precedence: built-in defaults < YAML file (`--config.file`) < flags given on the command line. Every
-problem is reported at once, each with its file (or `flag`) and key.
-
-```yaml
-web:
-  listen_address: ":9471"
-  config_file: web.yml            # TLS and basic auth (exporter-toolkit format)
-  telemetry_path: /metrics
-fabric:
-  sweep_interval_seconds: 15
-  concurrency: 4                  # diagnostics running at once
-  command_timeout_seconds: 10     # per diagnostic; killed after this
-  hca_ports: false                # also read every HCA port (one perfquery per port)
-  vl_counters: batch              # batch | perfquery | off
-  vl_count: 16                    # export PortVLXmitWait of VLs 0..vl_count-1 (8: data VLs only)
-  port_states: true               # iblinkinfo on ibnetdiscover's cache
-  vlarb_ports: first              # VL arbitration tables (smpquery vlarb): off | first | all
-  node_name_map: names.yml        # GUID -> name (YAML mapping or `guid name` lines)
-  forget_after_seconds: 3600      # a vanished switch is reported down this long
-  scratch_dir: /dev/shm           # where the diagnostics run (default: /dev/shm, else TMPDIR)
-ibdiag:
-  ca: mlx5_0                      # -C
-  port: 1                         # -P
-  timeout_ms: 500                 # -t (MAD timeout)
-  bin_dir: /usr/sbin              # where perfquery, ibnetdiscover, iblinkinfo are
-health:
-  max_age_seconds: 300
-log:
-  level: info
-```
+problem is reported at once, each with its file (or `flag`) and key. Every YAML key, in a full example:
+docs/configuration.md.
 """
 
 from __future__ import annotations

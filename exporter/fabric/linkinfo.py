@@ -2,12 +2,11 @@
 
 ```
 0x0000000000200002 "  leaf2"  4  1[  ] ==( 4X 2.5 Gbps Active/ LinkUp)==> 0x0000000000100009 8 1[ ] "node5"
-0x0000000000200002 "  leaf2"  4  5[  ] ==(               Down/ Polling)==>             [  ] ""
 ```
 
 Switch lines start with the node GUID, CA lines with the port GUID; both are resolved through the
-topology. A line that does not parse, names a node or state it does not know, or holds a LID over 0xBFFF
-or a port outside 1-254 or beyond its node's ports, is skipped and counted.
+topology. A line that does not parse or holds an unknown node, state or out-of-range number
+(docs/fabric-exporter.md) is skipped and counted.
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
 """The optional GUID-to-name map: names that replace the fabric's node descriptions in `node_desc`.
 
-Two formats are accepted:
-
-```yaml
-# YAML mapping (write GUIDs with 0x, or quote them)
-0x0002c90300a1b2c3: leaf-01
-"0002c90300a1b2c4": leaf-02
-```
-
-```
-# `guid name` lines, as ibnetdiscover's --node-name-map file
-0x0002c90300a1b2c3 "leaf-01"
-0x0002c90300a1b2c4 leaf-02
-```
+A YAML mapping or `guid name` lines (ibnetdiscover's `--node-name-map` format); both, with examples:
+docs/configuration.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
 """Parse `perfquery` output (basic, `-x` extended, `--vlxmitcounters`) into counter blocks.
 
-```
-# Port counters: Lid 3 port 1 (CapMask: 0x1300)
-SymbolErrorCounter:..............0
-PortXmitWait:....................0
-# Port extended counters: Lid 3 port 1 (CapMask: 0x1300 CapMask2: 0x0000000)
-PortXmitData:....................23832
-# PortVLXmitWaitCounters counters: Lid 3 port 1
-PortVLXmitWait3:.................42
-```
+    # Port counters: Lid 3 port 1 (CapMask: 0x1300)
+    SymbolErrorCounter:..............0
 
-One process may print many blocks (`-l` loops over a switch's ports). Field names map onto the sysfs
-counter names the catalog is keyed by. A garbled line is skipped and counted, and so is a value wider
-than its counter (`COUNTER_BITS`: a 4-bit error counter cannot read 50, a 64-bit one cannot exceed
-2^64-1), a VL outside 0-15, or a header whose LID or port is out of range (with the lines under it); an
-unknown attribute's block is ignored.
+One process may print many blocks (`-l` loops over a switch's ports); field names map onto the sysfs
+counter names the catalog is keyed by. A garbled line, a value wider than its counter (`COUNTER_BITS`), a
+VL outside 0-15 or a header out of range (with its lines) is skipped and counted; an unknown attribute's
+block is ignored (every format: docs/fabric-exporter.md).
 """
 
 from __future__ import annotations

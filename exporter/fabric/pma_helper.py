@@ -1,21 +1,12 @@
 """Read PortVLXmitWaitCounters of many ports in one process and print them as perfquery does.
 
-`perfquery --vlxmitcounters` asks for one port per process (about 8 ms each under umad2sim, so ~7 s for
-864 switch ports). This helper sends the same PMA Get (attribute 0x1C) through libibmad, port after
-port, over one umad port:
-
     python3 -S -I pma_helper.py [--ca CA] [--port N] [--timeout-ms MS] LID:PORTS [LID:PORTS ...]
 
-PORTS is `1,2,5` or `1-36`. Output per port:
-
-    # PortVLXmitWaitCounters counters: Lid 4 port 1
-    PortSelect:......................1
-    PortVLXmitWait0:.................0
-    ...
-
-A target whose port does not answer is abandoned (its remaining ports are skipped) and named on stderr;
-the exit status is then 1. It only reads (Get), never sets or resets. Standard library only, so it starts
-fast with `-S -I`; the umad2sim preload and IBSIM_SOCKNAME come from the environment like for perfquery.
+PORTS is `1,2,5` or `1-36`. The same PMA Get as `perfquery --vlxmitcounters` (which takes one process per
+port), through libibmad over one umad port. A target whose port does not answer is abandoned and named on
+stderr (exit status 1). Only reads, never sets or resets. Standard library only, so it starts fast with
+`-S -I`; the umad2sim preload and IBSIM_SOCKNAME come from the environment. Why and what it prints:
+docs/fabric-exporter.md.
 """
 
 from __future__ import annotations

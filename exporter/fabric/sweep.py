@@ -1,14 +1,10 @@
 """One sweep of the fabric: discover, read port states, read every port's counters with bounded concurrency.
 
-Per switch, `perfquery -l` reads PortCounters and `perfquery -x -l` PortCountersExtended of all ports in
-one process each; per-VL transmit waits come from the batch helper (all switches split into
-`concurrency` helper processes) or, with `vl_counters="perfquery"`, from one perfquery per port. A node is
-up when every expected attribute of every one of its ports was read; a switch that disappears from
-discovery is remembered (and reported down) for `forget_after_seconds`. VL arbitration tables
-(`smpquery vlarb`, one process per port; `vlarb_ports` picks which) are read alongside the counters, and a
-port whose read fails is reported in `SweepResult.vlarb` without failing anything else. When discovery
-fails, the last good topology is used again and the result says when it was discovered (`topology_at`);
-every port reading says when it was read (`read_at`), so neither is ever passed off as fresh.
+Which diagnostic reads what: docs/fabric-exporter.md. Rules: a node is up when every expected attribute of
+every one of its ports was read; a vanished switch is reported down for `forget_after_seconds`; a failed
+VL arbitration read is reported per port and fails nothing else; when discovery fails, the last good
+topology is used again. Nothing old passes for fresh: the result says when its topology was discovered
+(`topology_at`), each port reading when it was read (`read_at`).
 """
 
 from __future__ import annotations

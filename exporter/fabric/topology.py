@@ -4,12 +4,9 @@
 switchguid=0x200002(200002)
 Switch	8 "S-0000000000200002"		# "leaf2" base port 0 lid 4 lmc 0
 [1]	"H-0000000000100008"[1](100009) 		# "node5" lid 8 4xSDR
-Ca	1 "H-000000000010000e"		# "node8"
-[1](10000f) 	"S-0000000000200002"[4]		# lid 11 lmc 0 "leaf2" lid 4 4xSDR
 ```
 
-A line that fits none of the known shapes, or holds a number out of its range (a GUID over 64 bits or 0,
-a port outside 1-254, a LID over 0xBFFF, a width other than 1/2/4/8/12 lanes),
+A line that fits none of the known shapes, or holds a number out of its range (docs/fabric-exporter.md),
 is skipped and counted, never fatal; the port lines under a skipped node line are skipped with it.
 """
 

@@ -1,12 +1,9 @@
 """Maps the poller's cached outcome to the scheduler metric families (docs/architecture.md §4).
 
-Two collectors, so that the registry's `ibpool_exporter_collector_success` says what failed:
-
-* `scheduler` serves the pool and node series of the last successful poll, and fails (no series at all)
-  when the latest poll failed, when none has finished yet, or when the last success is older than
-  `max_age_seconds` (a stalled poller). Old values are never served as fresh.
-* `scheduler_status` always serves `ibpool_scheduler_up` (1 only while `scheduler` serves data) and,
-  once a poll has succeeded, `ibpool_scheduler_poll_timestamp_seconds` of the last success.
+`scheduler` serves the last successful poll's pool and node series, or nothing when the latest poll
+failed, none has finished yet or the last success is older than `max_age_seconds`: old values are never
+served as fresh. `scheduler_status` always serves `ibpool_scheduler_up` and the last success's time. Two
+collectors, so that `ibpool_exporter_collector_success` says what failed (docs/scheduler-exporter.md).
 """
 
 from __future__ import annotations

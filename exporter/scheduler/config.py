@@ -1,24 +1,8 @@
 """Scheduler exporter configuration: Prometheus-style flags over an optional YAML file, parsed once, frozen.
 
 Precedence: built-in defaults < YAML file (`--config.file`) < flags given on the command line. Every
-problem is reported at once, each with its file (or `flag`) and key.
-
-```yaml
-web:
-  listen_address: ":9472"
-  config_file: web.yml            # TLS and basic auth (exporter-toolkit format)
-  telemetry_path: /metrics
-slurm:
-  bin_dir: /usr/bin               # where sinfo, squeue and scontrol are (default: PATH)
-  conf: /etc/slurm/slurm.conf     # passed to them as SLURM_CONF (default: Slurm's own default)
-  poll_interval_seconds: 15
-  timeout_seconds: 10             # per command; the command is killed when it runs longer
-  max_age_seconds: 60             # pool series are dropped when the last good poll is older
-  gpus_per_node: 8                # used only when no node advertises GPUs in its GRES
-  gres_name: gpu
-log:
-  level: info
-```
+problem is reported at once, each with its file (or `flag`) and key. Every YAML key, in a full example:
+docs/configuration.md.
 """
 
 from __future__ import annotations

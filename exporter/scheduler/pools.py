@@ -1,23 +1,10 @@
 """Per-pool (partition) figures from one poll.
 
-Rules, chosen once for the whole cluster:
-
-* GPU source. If any node advertises GPUs in its GRES, every GPU figure comes from GRES: a node's
-  capacity is its GRES count (a node without GPU GRES has none), a job's GPUs are its GRES allocation
-  (`gres_detail`, else `gres/gpu` in its allocated TRES) or its request (per job, per node x nodes,
-  per task x tasks, per socket). Otherwise, with a configured GPUs-per-node, nodes are whole: capacity is
-  nodes x GPUs per node, allocated is the distinct nodes of the pool's active jobs x GPUs per node, and a
-  pending job asks for its node count x GPUs per node. With neither, GPU figures are unknown and omitted.
-* Capacity counts every member node whatever its state (join with node_state_info to leave out
-  drained or down nodes).
-* Running jobs are jobs in state RUNNING. Allocated GPUs are held by jobs in RUNNING, CONFIGURING,
-  COMPLETING, SUSPENDED or STAGE_OUT state (Slurm keeps their GRES allocated).
-* Pending jobs are jobs in state PENDING, held ones included. A job pending in several partitions
-  counts (jobs and GPUs) in each of them, as `squeue --partition=P` lists it in each; sums over pools
-  can therefore exceed the cluster's distinct pending jobs. A pending job array counts one job per
-  pending task.
-* Pools are the partitions `scontrol show partitions` lists, with those named by nodes; an empty one
-  has capacity 0. Jobs that name a partition that no longer exists are ignored.
+The counting rules, chosen once for the whole cluster (in full: docs/scheduler-exporter.md): GPUs come
+from GRES when any node advertises GPUs there, else from a configured GPUs-per-node (whole nodes), else
+they are unknown and left out. Capacity counts every member node whatever its state. A job pending in
+several partitions counts in each. Pools are the partitions Slurm lists (an empty one has capacity 0);
+jobs that name a partition that no longer exists are ignored.
 """
 
 from __future__ import annotations

@@ -1,34 +1,9 @@
 """Slurm node states normalised to one lower-case word per node (the `state` label of node_state_info).
 
-Slurm reports a base state (IDLE, MIXED, ALLOCATED, DOWN, ERROR, FUTURE, UNKNOWN) and flags (DRAIN,
-COMPLETING, NOT_RESPONDING, ...). The normalised state is the first rule that matches, in this order:
-
-| state           | when                                                                    |
-|-----------------|-------------------------------------------------------------------------|
-| `invalid`       | flag INVALID_REG (registered with less than its configuration)          |
-| `down`          | base DOWN, or flag NOT_RESPONDING (it cannot take work either way)      |
-| `draining`      | flag DRAIN and jobs still on it (base ALLOCATED/MIXED, or COMPLETING)    |
-| `drained`       | flag DRAIN and no jobs on it                                            |
-| `failing`       | flag FAIL and jobs still on it                                          |
-| `fail`          | flag FAIL and no jobs on it                                             |
-| `error`         | base ERROR                                                              |
-| `maint`         | flag MAINTENANCE on a node without jobs                                 |
-| `reboot`        | flag REBOOT_REQUESTED or REBOOT_ISSUED on a node without jobs           |
-| `powered_down`  | flag POWERED_DOWN (or POWER_DOWN) on a node without jobs                |
-| `powering_down` | flag POWERING_DOWN on a node without jobs                               |
-| `powering_up`   | flag POWERING_UP on a node without jobs                                 |
-| `allocated`     | base ALLOCATED (every CPU allocated)                                    |
-| `mixed`         | base MIXED (some CPUs allocated; a node whose GPUs are all taken by a   |
-|                 | job that uses one CPU is `mixed` too)                                   |
-| `completing`    | flag COMPLETING on an idle node                                         |
-| `reserved`      | flag RESERVED on an idle node                                           |
-| `planned`       | flag PLANNED on an idle node (the backfill scheduler holds it)          |
-| `idle`          | base IDLE                                                               |
-| `future`        | base FUTURE                                                             |
-| `unknown`       | base UNKNOWN, or a base state this table does not know                  |
-
-The names follow `sinfo --format=%T`, without its suffix marks (`*`, `~`, `#`, ...). One deliberate
-difference: a DOWN node that is also drained is `down` here (sinfo says `drained`), because it is dead.
+Slurm reports a base state (IDLE, MIXED, DOWN, ...) and flags (DRAIN, COMPLETING, NOT_RESPONDING, ...);
+the normalised state is the first rule that matches, in the order of `NODE_STATES` (the table with every
+rule: docs/scheduler-exporter.md). The names follow `sinfo --format=%T` without its suffix marks, with one
+deliberate difference: a DOWN node that is also drained is `down` here (sinfo says `drained`): it is dead.
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
 """How GPU snapshots reach a scrape: read when scraped (`ReadOnScrape`), or sampled in the background and
-served as they are (`GpuSampler`).
-
-`GpuSampler` reads each GPU on its own daemon thread every `interval_seconds` (a slow read, adding energy,
-ECC, remapped rows, violation time, PCIe throughput, ..., every `slow_interval_seconds`). A scrape takes
-each GPU's latest snapshot under a lock and never calls NVML, so its time no longer follows the driver. One
-thread per GPU because reads of one GPU do not overlap in the driver while reads of different GPUs may
-(docs/gpu-collector.md); a GPU stuck in the driver holds only its own thread.
+served as they are (`GpuSampler`: one daemon thread per GPU; docs/gpu-collector.md says why).
 
 Rules:
-- A GPU whose read has run longer than `deadline_seconds`, or whose last read finished more than
-  interval + deadline ago, is stale: served without values (up 0, stale 1); the others are served fresh.
-- Every reading says how old its snapshot is and how long the GPU's reads have taken in all.
-- NVML is opened, and the XID watcher started, on a background thread, retried while they fail; a scrape
-  before NVML opened raises SourceError with the reason (the collector fails, the exporter lives).
-- The first scrape waits up to half of `deadline_seconds` for the first reads (the registry gives the
-  collector the whole deadline); later ones never wait.
+- A scrape takes each GPU's latest snapshot under a lock and never calls NVML.
+- A GPU whose read has run past `deadline_seconds`, or whose last read ended more than interval + deadline
+  ago, is served stale (up 0, stale 1, no values); the others are served fresh.
+- NVML is opened (and the XID watcher started) on a background thread, retried while it fails; a scrape
+  before that raises SourceError. Only the first scrape waits, up to half the deadline, for first reads.
 - `close()` stops the threads; NVML is shut down only when no read is stuck in the driver.
 """
 

@@ -1,36 +1,13 @@
 """NVML source: reads a GPU into a frozen `GpuSnapshot` in base units (bytes, watts, joules, celsius, hertz).
 
-The NVML object is a constructor argument: the `pynvml` module, or `simulator.fake_nvml.FakeNvml`.
-Nothing happens at import or construction; `open()` (called by the first read) runs `nvmlInit`.
-
-A read of one GPU (`read_gpu`) is either fast or slow. A fast read makes about a dozen cheap NVML calls: one
-batched `nvmlDeviceGetFieldValues` (memory temperature, instant power, power limit, NVLink data TX/RX per
-link), two `nvmlDeviceGetSamples`, memory (v2 where the driver has it), temperature, SM and memory clocks,
-clock-event reasons, PCIe generation and width, GPM, and MIG devices' memory and activity. A slow read adds
-the expensive, slow-moving values to the same batch (energy 3.4 ms and PCIe replays 0.5 ms on an H200, ECC,
-remapped rows or retired pages, NVLink CRC/replay/recovery errors per link) plus clock-event violation time
-(six calls, ~0.8 ms each), PCIe throughput (21 ms: the driver samples the link), the MIG mode and devices;
-fast reads repeat the last slow values. `read()` reads every GPU, slow, one after the other. Static facts are
-read once per GPU (again after it was lost); so are capabilities (remapping or page retirement, whether
-the GPU has MIG, violation policies and PCIe throughput the driver supports, memory v2).
+The NVML object (`pynvml`, or `simulator.fake_nvml.FakeNvml`) is a constructor argument; the first read runs
+`nvmlInit`. `read_gpu` reads one GPU fast or slow (docs/gpu-collector.md), `read()` every GPU, slow.
 
 Rules:
-- A value whose call or field returns NOT_SUPPORTED is omitted (None), never reported as 0, and is not
-  counted as an error. Any other failure omits the value and is counted by (call, error).
-- Utilization ratios average the NVML samples newer than the last one seen at the previous read. When no
-  new sample arrived (NVML answers NOT_FOUND), the previous average is repeated while the last new sample
-  was seen less than `MAX_STALE_SECONDS` ago, then omitted. The snapshot also carries running totals so a
-  consumer can average over its own window (gpu_snapshot.py).
-- GPM ratios (SM active, tensor active) are computed between this read's GPM sample and the previous one,
-  so they are absent on the first read of a GPU.
-- Memory is read with `nvmlDeviceGetMemoryInfo_v2` where the driver has it: `used` then excludes what the
-  driver reserves, as nvidia-smi and dcgm-exporter show, and the reserve is reported apart. Without it
-  (FUNCTION_NOT_FOUND, version mismatch or NOT_SUPPORTED) the GPU falls back to v1 for good; the snapshot
-  says which one it used.
-- A GPU that raises GPU_IS_LOST, or whose handle cannot be obtained, gives `up=False` (with its last known
-  static facts) and a new `epoch`; the next read tries it again from the handle on.
-- Reads of different GPUs may run in parallel threads (one thread per GPU at a time): each GPU's state is
-  its own, and what the GPUs share (error counts, fallbacks) is locked.
+- NOT_SUPPORTED omits the value (None, never 0) and is no error; other failures omit it and are counted.
+- A lost GPU gives `up=False` with its last static facts and a new `epoch`; the next read tries it again.
+- Reads of different GPUs may run in parallel, one thread per GPU: a GPU's state is its own, what the GPUs
+  share (error counts, fallbacks) is locked.
 """
 
 from __future__ import annotations

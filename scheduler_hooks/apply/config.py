@@ -1,20 +1,7 @@
 """The `ibpool apply` config file: state dir, approval policy file, OpenSM and Slurm sections.
 
-```yaml
-state_dir: /var/lib/ibpool/apply          # the apply lock; default parent of opensm.state_dir
-approval_config: /etc/ibpool/approval.yaml # optional: blast-radius limits (default: built-in limits)
-opensm:                                   # optional: OpenSMConfig (scheduler_hooks.opensm.config)
-  config_file: /etc/opensm/opensm.conf
-  qos_policy_file: /etc/opensm/qos-policy.conf
-  partitions_file: /etc/opensm/partitions.conf
-  pid_file: /run/opensm.pid
-  # state_dir defaults to <state_dir>/opensm
-slurm:                                    # optional: SlurmConfig (scheduler_hooks.slurm.config)
-  slurm_conf: /etc/slurm/slurm.conf
-  persist: true                           # also write the node lists into slurm.conf
-```
-
-At least one of `opensm` and `slurm`. Every problem is reported at once, as `FILE: key: message`.
+At least one of `opensm` and `slurm`. Every problem is reported at once, as `FILE: key: message`. A full
+example: docs/configuration.md.
 """
 
 from __future__ import annotations

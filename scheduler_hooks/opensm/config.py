@@ -1,32 +1,7 @@
 """The OpenSM adapter's configuration: frozen, typed, parsed once; every error reported at once.
 
-YAML form (the `opensm:` section of the hooks config):
-
-```yaml
-opensm:
-  config_file: /etc/opensm/opensm.conf        # the file OpenSM runs with (-F); re-read on SIGHUP
-  qos_policy_file: /etc/opensm/qos-policy.conf
-  partitions_file: /etc/opensm/partitions.conf
-  pid_file: /run/opensm.pid                   # or pid: 1234
-  process_name: opensm                        # /proc/PID/comm must say this before we signal; null: skip
-  log_file: /var/log/opensm.log               # default: opensm.conf's log_file; scanned for parse errors
-  state_dir: /var/lib/ibpool/opensm           # apply records and backups of the previous files
-  node_name_pattern: '^(\\S+)'                 # node name = group 1 of the node description
-  nodes: {gpu001: [0x0002c90300a1b2c1]}       # optional static name -> port GUIDs
-  diag:
-    preload: /usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so   # LD_PRELOAD (ibsim only)
-    env: {}                                   # added to the inherited environment (IBSIM_SOCKNAME, ...)
-    ca: mlx5_0                                # -C; port: 1 (-P)
-    mad_timeout_ms: 200                       # -t
-    command_timeout: 20                       # seconds per diagnostic
-    concurrency: 4
-  verify:
-    ports: all                                # all | sample (sample_size switch and CA ports each)
-    sample_size: 8
-    path_pairs: 4                             # saquery -p pairs per port group
-    timeout: 30
-    interval: 0.2
-```
+It is the `opensm:` section of the `ibpool apply` config; every key, in a full example:
+docs/configuration.md.
 """
 
 from __future__ import annotations

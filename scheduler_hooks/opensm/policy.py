@@ -1,12 +1,9 @@
 """OpenSM's QoS policy file: a line-based reader and the two edits ibpool makes, keeping the rest as is.
 
-A pool is the port group with the pool's name. Its SL is the `sl` of the qos-level that OpenSM picks for a
-path between two of its ports: the first qos-match-rule whose `source` and `destination` (each when
-present) name the group and that has no qos-class, service-id or pkey criterion (a plain path query
-carries none), else the `DEFAULT` level (or the qos-ulps `default`). To change it, ibpool edits that level
-in place when only this pool's rules use it; otherwise it adds a level `ibpool-<pool>` and a rule
-`source: <pool>` / `destination: <pool>` at the top of qos-match-rules. Members are the group's
-`port-guid` and `port-name` entries; a change rewrites them as one `port-guid` entry.
+A pool is the port group with the pool's name; its SL is that of the qos-level OpenSM picks for a plain
+path between two of its ports. Changing it edits that level in place when only this pool's rules use it,
+else adds a level `ibpool-<pool>` and its rule at the top of qos-match-rules. Members are rewritten as one
+`port-guid` entry. How OpenSM picks the level: docs/apply.md ("The OpenSM side").
 """
 
 from __future__ import annotations
@@ -233,7 +230,7 @@ def set_group_members(text: str, group: str, guids: list[str]) -> str:
 
 
 def set_group_sl(text: str, group: str, sl: int) -> str:
-    """Make paths within `group` get `sl` (see the module docstring); PolicyError if that cannot hold."""
+    """Make paths within `group` get `sl` (docs/apply.md); PolicyError if that cannot hold."""
     policy = parse_policy(text)
     if policy.port_group(group) is None:
         raise PolicyError(f"no port-group named {group!r}")

@@ -1,16 +1,8 @@
 """Target names (`opensm.vlarb_high`, `opensm.port_group.<pool>.sl`, ...) and their value forms.
 
-Canonical values, which `read` returns and every comparison uses:
-
-* `opensm.vlarb_high`, `opensm.vlarb_low`: `VL:weight` pairs in table order, decimal, comma-separated,
-  with the weight-0 entries left out (the arbiter skips them, so `0:0,1:64` and `1:64` are the same
-  table); a table with no weight is the empty string.
-* `opensm.sl2vl`: the 16 VLs for SL 0..15, decimal, comma-separated.
-* `opensm.port_group.<pool>.sl`: the SL as a decimal number.
-* `opensm.port_group.<pool>.members`, `opensm.partition.<pool>.members`: members sorted and
-  comma-separated; a member is a node name (every CA port of that node) or, for a port that maps to no
-  node name, its port GUID as `0x` + 16 lower-case hex digits. Partition members carry `=limited` or
-  `=both` when they are not full members (`=full` is left out); `both` reads back as full on the fabric.
+`read` returns every value in one canonical form, and every comparison uses it: VL arbitration tables
+without their weight-0 entries, members sorted (a node name, or the port GUID of a port with none),
+numbers in decimal. Every form: docs/apply.md ("The OpenSM side").
 """
 
 from __future__ import annotations

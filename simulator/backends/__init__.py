@@ -1,19 +1,13 @@
 """The cluster model behind the real systems: an ibsim fabric (with OpenSM) and a Slurm cluster.
 
 ```python
-net = render_net(model.topology)                     # ibsim's .net: the model's switches, HCAs, GUIDs
-mirror = IbsimMirror(model, IbsimConsole(fifo, log)) # ibsim started with `ibsim -s NET 0<>FIFO > LOG`
-model.advance(60); mirror.push()                     # switch counters and link states into ibsim
-mirror.pull_qos(Smpquery(run, lid, port))            # what OpenSM programmed -> model.set_vl_weights
-SlurmMirror(model, {"SLURM_CONF": conf}).sync()      # Slurm partitions and drains -> the model
-slurm_layout(model)                                  # nodes and partitions for a matching Slurm
+mirror = IbsimMirror(model, IbsimConsole(fifo, log))  # ibsim runs render_net(model.topology)
+model.advance(60); mirror.push()                      # switch counters and link states into ibsim
+mirror.pull_qos(Smpquery(run, lid, port))             # what OpenSM programmed -> model.set_vl_weights
+SlurmMirror(model, {"SLURM_CONF": conf}).sync()       # Slurm partitions and drains -> the model
 ```
 
-Modules: `ibsim_net` (topology file), `ibsim_console` (batched console), `ibsim_counters` (model counter
--> PMA field), `ibsim_mirror` (push, pull_qos), `qos_read` (opensm.conf and smpquery tables),
-`slurm_mirror` (sinfo -> model; layout), `errors`. Running the real programs: `ibsim_run` (ibsim with a
-console FIFO, OpenSM under umad2sim), `slurm_run` (munged, slurmctld, slurmd per node), both on
-`processes` (each program in its own process group, all stopped in every exit path).
+Each module's job, and the facts about ibsim and Slurm they rely on: docs/simulator.md.
 """
 
 from simulator.backends.errors import BackendError, ConsoleError, QosReadError, SlurmReadError

@@ -3,24 +3,11 @@
 ```python
 with IbsimFabric(tmp_path, FatTree(leaves=2, spines=1, hcas_per_leaf=4)) as fabric:
     fabric.start_opensm()                                # LIDs are assigned; perfquery works
-    fabric.performance_set("leaf1", 3, "PortCounters", "SymbolErrorCounter", 7)
-    fabric.unlink("leaf1", 3)
     fabric.run_diag(["perfquery", "-x", str(fabric.lid("leaf1")), "1"])
-# OpenSM is stopped (and waited for) before ibsim.
 ```
 
-Every fabric gets its own `IBSIM_SOCKNAME`, so tests never share a simulator. Diagnostics attach through
-the umad2sim preload; `fabric.env` is the environment that does that, and diagnostics should run with
-`cwd=fabric.workdir` because umad2sim writes a fake sysfs tree (`./sys-PID`) into the working directory
-(on tmpfs, e.g. under /dev/shm, that costs almost nothing; on a disk mounted with `discard`, ~80 ms).
-ibsim serves at most 10 clients at once (OpenSM holds one while it runs), and a diagnostic killed before
-it exits never detaches: its slot stays taken until the console's `X <client>`.
-
-OpenSM's files live in `fabric.opensm.dir` (`opensm.conf`, `osm.log`, `partitions.conf`,
-`qos-policy.conf`); `OpenSM.write_config({...})` + `reload()` apply new options (SIGHUP).
-
-Starting and stopping is the product's (`simulator.backends.ibsim_run`: every process in its own group,
-all stopped in every exit path); this module adds the FatTree topology and console helpers for tests.
+Starting and stopping is `simulator.backends.ibsim_run`'s; this adds the FatTree topology and console
+helpers. Run diagnostics with `fabric.env` in `fabric.workdir`; ibsim's limits: docs/simulator.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Mirror the model into a running ibsim, and the fabric's programmed QoS back into the model.
 
-`push()` writes, in one console batch, every switch-port counter whose value changed since the last push
-(`PerformanceSet`, see `ibsim_counters`) after the link-state changes (`Unlink`/`ReLink` on the switch
-end of the cable). `pull_qos(source)` reads the VL arbitration tables (and SL-to-VL map) that OpenSM
-programmed, from opensm.conf or `smpquery`, and applies them with `model.set_vl_weights`, so a QoS change
-pushed to the real OpenSM (opensm.conf + SIGHUP, what the hooks do) changes what the model does next.
-
-ibsim moves data and packet counters of cabled ports with its own management traffic, so after a push
-they read the model's value plus that traffic; errors, PortXmitWait and per-VL waits read back exactly.
-The mirror assumes it is the only writer (`fresh`: ibsim's counters were all 0 when it was created).
-The model is read in `plan()`; call it under the runner's lock when the model runs in the background.
+`push()` writes the link-state changes and every switch-port counter that changed since the last push in
+one console batch; `pull_qos(source)` applies the tables OpenSM programmed with `model.set_vl_weights`, so
+a QoS change made on the real OpenSM changes what the model does next. The mirror must be the only writer
+(ibsim's counters all 0 when it is made); data and packet counters of cabled ports read back with ibsim's
+own traffic added (docs/simulator.md). `plan()` reads the model: call it under the runner's lock.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Render the model's fabric as an ibsim topology file (`.net`, ibnetdiscover's format).
 
-Every switch and HCA of the model becomes a node whose name (and so its node description) is the model's
-node description (`leaf001`, `spine01`, `node0001 mlx5_0`), with the model's port count and cabling and the
-model's node GUID (a `switchguid=` / `caguid=` line before each node sets ibsim's GUID counter). The link
-speed is written on both ends of every cable as the enhanced-ibnetdiscover comment (`# lid 0 4xHDR`).
-
-ibsim 0.10 parses SDR to HDR only: an NDR link (400 Gb/s, the model's default) is written as `4xHDR`, the
-fastest speed it parses (`4xNDR` would be ignored with a warning and leave the link at SDR); an EDR-class
-link as `4xEDR`; anything slower than EDR gets no comment (ibsim's default, 4X SDR). The speed only shows
-in PortInfo (`iblinkinfo`); counters and the model's sharing do not depend on it.
+Every switch and HCA becomes a node named by the model's node description, with the model's ports,
+cabling and node GUID (a `switchguid=` / `caguid=` line before each node). The link speed is written as
+the enhanced-ibnetdiscover comment, which ibsim 0.10 parses for SDR to HDR only, so NDR is written as
+`4xHDR` (docs/simulator.md). Only PortInfo shows the speed; counters and sharing do not depend on it.
 """
 
 from __future__ import annotations

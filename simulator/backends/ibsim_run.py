@@ -3,17 +3,11 @@
 ```python
 with Ibsim(workdir, render_net(model.topology), attach="node0001") as fabric:
     fabric.start_opensm({"qos": "TRUE", ...})        # waits for SUBNET UP
-    fabric.commands.run(['Dump "node0001"'])          # the console (simulator.backends.IbsimConsole)
     fabric.run_diag(["smpquery", "vlarb", "1", "1"])  # diagnostics attach like OpenSM
-# OpenSM is stopped (and waited for), then ibsim; also when starting OpenSM failed or the body raised.
 ```
 
-Every fabric gets its own `IBSIM_SOCKNAME`, so fabrics never share a simulator; `SIM_HOST` (`attach`) is
-the node that OpenSM and the diagnostics attach to. ibsim reads its console from a FIFO held open
-read-write (it never sees EOF) and prints replies to its log. umad2sim writes a fake sysfs tree
-(`./sys-PID`) into a client's working directory: diagnostics run in `diag_dir` (the work dir by default).
-OpenSM's files live in `OpenSM.dir` (`opensm.conf`, `osm.log`, `partitions.conf`, `qos-policy.conf`):
-`write_config({...})` + `reload()` apply new options (SIGHUP re-reads the file given with `-F`).
+OpenSM is stopped (and waited for) before ibsim in every exit path. Every fabric has its own
+`IBSIM_SOCKNAME`; how the console, umad2sim and OpenSM's files work: docs/simulator.md.
 """
 
 from __future__ import annotations

@@ -4,12 +4,10 @@
 with Processes() as procs:                       # or procs.close() in a finally
     ctld = procs.spawn(["slurmctld", "-D"], log=root / "ctld.out", env=env, cwd=root)
     poll_until(lambda: up(), 30, "slurmctld to answer")
-# every process spawned here is stopped (newest first): SIGTERM to its group, wait, SIGKILL if needed
 ```
 
-A program started with `spawn` leads its own process group (`start_new_session`), so what it forks is
-stopped with it, and a Ctrl-C at a terminal reaches only the Python process, which then stops them.
-`Processes.started` keeps every (name, pid) ever spawned, for checks that nothing is left.
+On exit each spawned process is stopped, newest first: SIGTERM to its group, wait, SIGKILL if needed. So
+what a program forks stops with it, and a terminal's Ctrl-C reaches only Python, which stops them.
 """
 
 from __future__ import annotations
@@ -211,7 +209,7 @@ class Processes:
 
     def __init__(self, stop_timeout: float = 10.0) -> None:
         self.stop_timeout = stop_timeout
-        self.started: list[tuple[str, int]] = []
+        self.started: list[tuple[str, int]] = []  # every (name, pid) ever spawned: to check nothing is left
         self._stack = contextlib.ExitStack()
 
     def spawn(

@@ -1,16 +1,11 @@
 """Sides for the simulated cluster (`ClusterServer`): changes go in over its HTTP controls.
 
-The simulated server takes changes in the forms the real systems take them: opensm.conf QoS lines on
-`POST /-/control/vl-weights`, `scontrol update` words on `/-/control/partition`, `/-/control/drain` and
-`/-/control/resume`. Live state is read back the way an operator would see it: the QoS tables from
-`/-/model` (what `smpquery vlarb` would show) and partition membership from the scheduler exporter
-(`ibpool_pool_node_info`, what `sinfo` would show). Each side records its steps, verifies by reading back,
-puts `before` back on a mismatch, and rolls back or recovers from the steps it recorded.
-
-`SimulatedQosSide` handles `opensm.vlarb_high`, `opensm.vlarb_low` and `opensm.sl2vl`; `SimulatedSlurmSide`
-handles `slurm.partition.<pool>.nodes` (drain the nodes that leave a partition, wait until their jobs end
-or a deadline, set the full lists, resume, read back). With a server whose clock is frozen (`--speed 0`),
-`advance_seconds` makes the Slurm side advance the model while it waits (`/-/control/advance`).
+Changes go in the forms the real systems take (opensm.conf QoS lines, `scontrol update` words); live state
+is read back as an operator would see it (QoS tables from `/-/model`, partitions from the scheduler
+exporter). Each side records its steps, verifies by reading back, puts `before` back on a mismatch, and
+rolls back or recovers from its steps. `SimulatedQosSide` takes `opensm.vlarb_*` and `opensm.sl2vl`,
+`SimulatedSlurmSide` `slurm.partition.<pool>.nodes` (docs/simulator.md); with a frozen clock, its
+`advance_seconds` advances the model while it waits for drained jobs.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Mirror the real Slurm's partitions and drains into the model, and lay out a Slurm cluster for a model.
 
-`SlurmMirror.sync()` reads `sinfo -h -a -o '%R %N'` (every partition's nodes; hostlists expanded with the
-scheduler exporter's `expand_hostlist`) and `sinfo -h -N -o '%N|%T|%E'` (node state and reason), and
-applies them in the hooks' order: `drain` for a node Slurm drains, `set_partition_nodes` for a partition
-whose member set differs, then `resume` for a node Slurm no longer drains. A partition move made on the
-real Slurm (what the hooks do) so changes the model's pools. A node the model drained for a lost GPU
-stays drained until the GPU is restored (the real Slurm knows nothing of it); any other drain follows
-Slurm, which is the scheduler of record here. Everything is validated before anything changes;
-`read()` and `apply()` are split so the model part can run under the runner's lock.
-
-`slurm_layout(model)` gives the node names, partitions and GPUs per node a test Slurm cluster (or a
-slurm.conf, `conf_lines`) needs to match the model.
+`SlurmMirror.sync()` reads partitions and node states with `sinfo` and applies them in the hooks' order:
+drain, set a partition's nodes, resume. Slurm is the scheduler of record, except that a node the model
+drained for a lost GPU stays drained until the GPU is restored. Everything is validated before anything
+changes; `read()` and `apply()` are split so the model part can run under the runner's lock.
+`slurm_layout(model)` gives what a test Slurm cluster (or a slurm.conf, `conf_lines`) needs to match.
 """
 
 from __future__ import annotations
@@ -26,8 +20,8 @@ from simulator.cluster.model import ClusterModel
 
 log = logging.getLogger(__name__)
 Run = Callable[[Sequence[str]], str]
-PARTITIONS_ARGV = ("sinfo", "-h", "-a", "-o", "%R %N")
-NODES_ARGV = ("sinfo", "-h", "-N", "-o", "%N|%T|%E")
+PARTITIONS_ARGV = ("sinfo", "-h", "-a", "-o", "%R %N")  # every partition's nodes, as a hostlist
+NODES_ARGV = ("sinfo", "-h", "-N", "-o", "%N|%T|%E")  # node, state, reason
 _DRAIN_STATES = ("drain", "drained", "draining")
 _MODEL_DRAINED = ("draining", "drained")
 _NO_NODES = ("", "n/a", "(null)")

@@ -3,17 +3,11 @@
 ```python
 with Slurm(root, ["node1", "node2"], {"debug": ["node1", "node2"]}, gpus_per_node=8) as slurm:
     slurm.run("scontrol", "update", "NodeName=node2", "State=DRAIN", "Reason=x")
-# jobs cancelled, every slurmd then slurmctld stopped, job processes killed; also when a start failed
 ```
 
-slurmctld and the slurmd run in the foreground (`-D`) as children of this process, each in its own process
-group, on free loopback ports (`CommunicationParameters=NoCtldInAddrAny,NoInAddrAny`), with a unique
-ClusterName and every file (config, state, spool, logs) under `root`. munged is the system one (its socket
-is fixed): started as user munge when none answers; stopped at the end only with `stop_munged=True` (it
-may serve other clusters on the machine).
-
-Fake GPUs: Slurm 22.05 drops a GPU GRES that has no `File=` and the node then registers as INVAL, so each
-fake GPU is a symlink to /dev/null under `root/dev` and `Gres=gpu:N` registers and schedules normally.
+At the end, also when a start failed: jobs cancelled, every slurmd then slurmctld stopped. Each daemon runs
+in its own process group on free loopback ports, every file under `root`; munged is the system one,
+stopped only with `stop_munged=True`. Fake GPUs are /dev/null symlinks (why: docs/simulator.md).
 """
 
 from __future__ import annotations
@@ -251,6 +245,7 @@ class Slurm(StartStop):
             "SlurmUser=root",
             "SlurmdUser=root",
             "AuthType=auth/munge",
+            # Loopback only: several test clusters on one machine, each on its own free ports.
             "CommunicationParameters=NoCtldInAddrAny,NoInAddrAny",
             f"SlurmctldPort={self.ctld_port}",
             f"StateSaveLocation={self.root / 'state'}",
@@ -275,6 +270,8 @@ class Slurm(StartStop):
             "JobAcctGatherType=jobacct_gather/none",
         ]
         if self.gpus_per_node:
+            # Slurm 22.05 drops a GPU GRES without `File=` and the node registers as INVAL; `File=` must name
+            # character or block devices, so each fake GPU is a symlink to /dev/null.
             dev = self.root / "dev"
             for index in range(self.gpus_per_node):
                 link = dev / f"gpu{index}"

@@ -1,25 +1,12 @@
 """A real VictoriaMetrics for integration tests: InfluxDB line protocol in, PromQL and raw export out.
 
 ```python
-from simulator.backends import victoria_metrics
-
-with victoria_metrics.running(dedup=True) as vm:
+with victoria_metrics.running(dedup=True) as vm:   # a free loopback port, kept across restarts
     vm.url                                         # http://127.0.0.1:PORT, for influxdb-client
-    vm.stop(); vm.start()                          # a restart: same port, same storage
-    vm.flush()                                     # make what was written searchable now
+    vm.stop(); vm.start(); vm.flush()              # a restart (same storage); searchable now
     vm.query("count_over_time(m[1h])", at=t)       # PromQL instant query -> result vector
     vm.samples('{__name__=~"ibpool_.*"}')          # raw samples per series, via /api/v1/export
 ```
-
-`start()` runs `victoria-metrics` on a free loopback port (kept across restarts) with its storage in a
-temporary directory (or the one given), and waits for `/health`. Flags: `-influxSkipSingleField` (a
-measurement `m` with the single field `value` becomes metric `m`, not `m_value`), `-search.latencyOffset=0s`
-(recent samples are visible at once) and, with `dedup=True`, `-dedup.minScrapeInterval=1ms`: without it
-VictoriaMetrics keeps both copies of a sample written twice with the same series and timestamp.
-
-`LONG_TERM_ARGS` are the long-term store's own flags as compose.yaml runs it (tests/dashboards checks they
-agree): `-retentionPeriod=400d`. Without it VictoriaMetrics keeps one month and drops older samples on
-write while still answering 204, so an incident pushed (or replayed from a spill) 60 days late is lost.
 """
 
 from __future__ import annotations
@@ -39,6 +26,9 @@ from typing import Any
 from simulator.backends.processes import free_port, http_get, start_http_program, stop
 
 VICTORIA_METRICS = shutil.which("victoria-metrics")
+# The long-term store's own flags as compose.yaml runs it (tests/dashboards checks they agree). Without
+# -retentionPeriod VictoriaMetrics keeps one month and drops older samples on write while still answering
+# 204, so an incident pushed (or replayed from a spill) 60 days late would be lost.
 LONG_TERM_ARGS = ("-retentionPeriod=400d",)
 Labels = tuple[tuple[str, str], ...]
 Samples = dict[Labels, list[tuple[int, float]]]  # series -> [(timestamp ms, value)], in time order
@@ -73,9 +63,10 @@ class VictoriaMetrics:
             VICTORIA_METRICS,
             f"-httpListenAddr=127.0.0.1:{self.port}",
             f"-storageDataPath={self.storage}",
-            "-influxSkipSingleField",
-            "-search.latencyOffset=0s",
+            "-influxSkipSingleField",  # measurement `m` with one field `value` is metric `m`, not `m_value`
+            "-search.latencyOffset=0s",  # recent samples are visible at once
             "-loggerLevel=ERROR",
+            # Without it VictoriaMetrics keeps both copies of a sample written twice (same series, timestamp).
             *(["-dedup.minScrapeInterval=1ms"] if self.dedup else []),
             *self.extra_args,
         ]

@@ -1,21 +1,9 @@
 """What a real fabric does that weighted max-min leaves out: the ground truth the quota backtest judges by.
 
-Off by default (`FabricSpec` fields at 0 / False): the cluster model then shares links by weighted max-min
-alone, the model the quota policy predicts with. Turned on, three effects change the rates:
-
-- packet granularity (`arbitration_packets`): VL arbitration weights count 64-byte units, and a VL whose
-  turn comes sends at least one whole packet; with a 4 KiB MTU every weight from 1 to 64 sends one packet a
-  turn, so a VL's effective weight is its weight rounded up to whole packets (a cut below one packet does
-  nothing, a raise counts in packets);
-- credit stalls (`credit_stall`): a link offered more than it can carry has its input buffers run out of
-  credits part of the time and sends less than its capacity: `capacity x (1 - credit_stall x backlog)`,
-  backlog = the share of the offered load it cannot carry;
-- head-of-line blocking (`hol_blocking`): a flow held back at a congested port fills the buffers of the
-  links before it on its VL, and other flows of that VL crossing those links, bound elsewhere, wait behind
-  it: each such victim loses `hol_blocking x (held-back share of the blocked flow) x (its share of the
-  shared link)` of its rate (the worst such link counts), and is then limited there.
-
-A job's ring steps still move in lock-step, so a victim slows its whole job.
+Off by default (`FabricSpec` fields at 0 / False): links are then shared by weighted max-min alone, the
+model the quota policy predicts with. Turned on: packet granularity (`arbitration_packets`), credit stalls
+(`credit_stall`) and head-of-line blocking (`hol_blocking`), each one's formula in docs/simulator.md. A
+job's ring steps still move in lock-step, so a victim slows its whole job.
 """
 
 from __future__ import annotations
@@ -31,7 +19,7 @@ UNIT_BYTES = 64  # VL arbitration weights count 64-byte units
 
 @dataclass(frozen=True)
 class FabricEffects:
-    """Which effects are on and how strong (see the module docstring)."""
+    """Which effects are on and how strong (the formulas: docs/simulator.md)."""
 
     arbitration_packets: bool = False
     credit_stall: float = 0.0

@@ -1,17 +1,13 @@
-"""The cluster spec: frozen dataclasses, loadable from a small dict or YAML file.
+"""The cluster spec: frozen dataclasses, loadable from a small dict or YAML file (`ibpool simulate --spec`).
 
 ```yaml
-seed: 7
 nodes: 64                 # node0001 .. node0064
-ports_per_node: 1         # HCA ports (mlx5_0 ..), one rail each
-tick_seconds: 10
-fabric: {hosts_per_leaf: 8, oversubscription: 2.0, spines: 4, link_bytes_per_second: 5.0e10}
-priority_classes: {normal: 0, high: 1}          # class -> service level
-qos: {vlarb_high: [], vlarb_low: [[0, 32], [1, 96]], sl2vl: [0, 1, 2, 3, 4, 5, 6, 7]}
 pools:
   - {name: recsys, nodes: 32, priority_class: high}   # a count (consecutive nodes) or a list of names
   - {name: llm, nodes: 32}
 ```
+
+Every key, in a full example: docs/simulator.md.
 """
 
 from __future__ import annotations

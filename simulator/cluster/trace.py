@@ -1,23 +1,10 @@
 """Replay a per-pool minute trace: `time,pool,total_gpus,running_gpus,pending_gpus,running_jobs,pending_jobs`.
 
-The trace has counts, not jobs, so jobs are derived per pool so that they reproduce its demand:
-
-1. Run times from `running_gpus`. A virtual set of running jobs follows the series minute by minute. When
-   the series rises, jobs start until the virtual total equals it; each new job's size is the trace's mean
-   running job size that minute (`running_gpus / running_jobs`), cut to the gap and rounded down to 1, 2,
-   4 or a multiple of 8 GPUs. When it falls, seeded random running jobs no larger than the drop end (a drop
-   smaller than every running job waits for the next one), so the virtual total stays at or just above
-   the trace. A job's run time is its end minute minus its start minute (at least one minute); jobs still
-   running when the trace ends run on for one more minute.
-2. Submit times from `pending_gpus`, first come first served: cumulative arrivals are
-   `A(t) = max over t' <= t of (started GPUs by t' + pending GPUs at t')`; the job whose GPUs are numbers
-   x+1..x+size in start order arrives at the first minute where `A(t) > x`. So a pool that queued in the
-   trace queues in the replay, and a job never arrives after the minute it started in the trace.
-3. Multi-node jobs (16 GPUs or more) get a seeded all-reduce size and compute time; smaller ones do not
-   use the fabric. Demand still pending when the trace ends is not replayed.
-
-Trace pools map onto spec pools by an explicit mapping or by order. `spec_for_trace` builds a spec with one
-pool per trace pool, sized by its largest `total_gpus` (in whole nodes).
+The trace has counts, not jobs, so each pool gets seeded jobs that reproduce its demand: run times from
+`running_gpus`, submit times from `pending_gpus` (first come first served; never after the minute a job
+started in the trace), an all-reduce for jobs of 16 GPUs or more (how: docs/simulator.md). Trace pools
+map onto spec pools by an explicit mapping or by order; `spec_for_trace` builds a spec with one pool per
+trace pool, sized by its largest `total_gpus` (in whole nodes).
 """
 
 from __future__ import annotations
@@ -163,7 +150,7 @@ def job_size(gap: int, typical: float) -> int:
 
 
 def trace_jobs(trace: Trace, pool_map: Mapping[str, str] | None = None, seed: int = 1) -> list[JobRequest]:
-    """Jobs that reproduce the trace's per-pool demand (see the module docstring), in submit order."""
+    """Jobs that reproduce the trace's per-pool demand (how: docs/simulator.md), in submit order."""
     mapping = pool_map if pool_map is not None else {p: p for p in trace.pools}
     jobs: list[tuple[float, int, int, JobRequest]] = []
     for order, (name, series) in enumerate(trace.pools.items()):

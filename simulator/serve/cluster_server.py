@@ -1,14 +1,10 @@
 """The simulated cluster behind one HTTP port: the real exporters over the model, and its controls.
 
-Wiring (each piece is the real one except where the model stands in for hardware):
-- fabric: `SimulatedFabric` (a sweep source) -> `BackgroundSweeper.run_once` -> `FabricCollector` and
-  `FabricStatusCollector`;
-- scheduler: `SimulatedSlurm.read` -> `SchedulerPoller.poll_once` -> `SchedulerCollector`,
-  `SchedulerStatusCollector`;
-- nodes: `NodeExporters` (one node exporter per scraped node over its materialized `SimulatedNode`).
-Sweeps and polls run every `sweep_interval_seconds`/`poll_interval_seconds` of wall time, and once more
-right after every control, fault or manual advance (one at a time per reader, so a read that began before
-a change never replaces the one after it), so a change shows in the next scrape.
+Each piece is the real one except where the model stands in for hardware: the fabric exporter's sweeper
+and collectors over `SimulatedFabric`, the scheduler exporter's poller and collectors over `SimulatedSlurm`,
+one node exporter per scraped node (`NodeExporters`). Sweeps and polls run on their intervals and once more
+right after every control, fault or manual advance (one at a time per reader, so a read begun before a
+change never replaces the one after it): a change shows in the next scrape.
 """
 
 from __future__ import annotations

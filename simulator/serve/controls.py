@@ -1,15 +1,10 @@
 """Control and fault requests, taken in the forms the real systems take them, applied to the model.
 
-- VL arbitration: opensm.conf lines `qos_vlarb_high 0:4,1:0` / `qos_vlarb_low 0:0,1:64` (and optionally
-  `qos_sl2vl 0,1,...`); a table not given keeps its current value. Query parameters `high`, `low` and
-  `sl2vl` are accepted too.
-- Slurm: `scontrol update` words, `PartitionName=P Nodes=node[0001-0016]` (the full new list; empty
-  empties it), `NodeName=node[0003-0004] Reason="..."` for drain and resume; the same keys as query
-  parameters (`pool`/`nodes`, `node`/`reason`) work too. Words without `=` (`scontrol update`) are ignored.
-- Faults: `kind` and its target, see `FAULT_KINDS`.
-
-Every function checks its input first and raises RequestError (or the model's ControlError/FaultError)
-without changing anything when the request is wrong.
+VL arbitration as opensm.conf lines (`qos_vlarb_high 0:4,1:0`; a table not given keeps its value), Slurm as
+`scontrol update` words (`PartitionName=P Nodes=node[0001-0016]`, the full new list; `NodeName=...` for
+drain and resume), faults as `kind` and its target (`FAULT_KINDS`); query parameters work too (every form:
+docs/simulator.md). Every function checks its input first and raises RequestError (or the model's
+ControlError/FaultError) without changing anything when the request is wrong.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """The model's fabric as the fabric exporter's `SweepResult`, so its real `build_families` maps it.
 
-What a sweep of the real fabric would find, built from `FabricView` instead of diagnostics:
-
-- Topology (`ibnetdiscover`): every switch with its ports, and every HCA whose link is up (discovery
-  cannot reach an HCA over a down cable); a link per cabled port whose link is up, with the width and
-  speed that give the model's link rate (`4xNDR` for 50 GB/s), so a down link drops out of `link_info`.
-- Port states (`iblinkinfo`): the view's logical and physical state of every port of those nodes.
-- Counters (`perfquery -l`, `perfquery -x -l`, per-VL waits): as the real sweep merges them, the 64-bit
-  PortCountersExtended values (data, packets, unicast, multicast) win and mark themselves `wide`; the
-  rest come from 32-bit PortCounters, so `port_xmit_wait` is the saturating 32-bit value and gets its
-  saturation flag. Per-VL waits cover the model's VLs (0-7).
-- A switch marked not answering (`set_answering`) is read as down: no port readings, an error noted.
-- VL arbitration (`smpquery vlarb`, the exporter's default `first` mode): the model's QoS tables on the
-  first active port of every answering switch, when the caller gives the tables.
+What a sweep of the real fabric would find, built from `FabricView` instead of diagnostics: discovery
+cannot reach an HCA over a down cable, counters merge as the real sweep merges them (the 64-bit extended
+values win; `port_xmit_wait` is the saturating 32-bit one), a switch marked not answering reads as down,
+and VL arbitration follows the exporter's default `first` mode. In detail: docs/simulator.md.
 """
 
 from __future__ import annotations
@@ -101,7 +92,7 @@ def sweep_result(
     duration_seconds: float = 0.0,
     qos: QosSpec | None = None,
 ) -> SweepResult:
-    """The SweepResult a real sweep of this fabric would produce (see the module docstring)."""
+    """The SweepResult a real sweep of this fabric would produce (docs/simulator.md has what it holds)."""
     ports: dict[int, list[PortView]] = {}
     for port in view.ports:
         ports.setdefault(port.node_guid, []).append(port)

@@ -3,9 +3,8 @@
 Every read and change of the model goes through `locked()`. A background loop (foundation.loop) wakes
 every `step_seconds` of wall time and advances the model by the wall time elapsed times `speed`; when the
 model cannot keep up, simulated time runs slower (at most `MAX_CATCH_UP` steps' worth per wake-up), never
-in bursts. Listeners
-registered with `on_change` run after a control, a fault or a manual `advance` (outside the lock), so
-the exporters' caches show the change at once.
+in bursts. Listeners registered with `on_change` run after a control, a fault or a manual `advance`
+(outside the lock), so the exporters' caches show the change at once.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """The model's scheduler as the scheduler exporter's `ClusterState`, summarised by its real `summarise`.
 
-`cluster_state` builds what the Slurm parsers produce from `sinfo`/`squeue`/`scontrol`: every node with
-its state (already in the exporter's normalised names: idle, mixed, allocated, draining, drained, down),
-its partitions and its GPU GRES; one record per running job (its nodes and allocated GPUs) and per
-pending job (its node count and the GPUs it asks for, whole nodes for a multi-node job); every partition,
-empty ones too. The pool figures then follow the exporter's own rules (pools.py): capacity counts every
-member node whatever its state, allocated GPUs are those of the pool's own running jobs.
-
-`SimulatedSlurm.read` is the poller's `read`; `available = False` makes it fail as an unreachable
-slurmctld does, so the collector stops serving pool series and `ibpool_scheduler_up` drops to 0.
+`cluster_state` builds what the Slurm parsers produce from `sinfo`/`squeue`/`scontrol` (docs/simulator.md),
+so the pool figures follow the exporter's own rules (docs/scheduler-exporter.md). `SimulatedSlurm.read` is
+the poller's `read`; `available = False` makes it fail as an unreachable slurmctld does, so the collector
+stops serving pool series and `ibpool_scheduler_up` drops to 0.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """A real Prometheus for integration tests: start it with a config and rule files, query it, stop it.
 
 ```python
-from tests.integration import prometheus_server
-
 with prometheus_server.running(CONFIG, rule_files=[Path("alerts/recording_rules.yml")]) as prom:
     prom.wait_for_targets(up=3)                       # every discovered target scraped successfully
     prom.wait_for_rule_evaluations(2)                 # every rule group evaluated twice
     prom.query('sum by (pool) (ibpool_pool_capacity_gpus)')   # -> [{"metric": {...}, "value": [t, "64"]}]
     prom.wait_for_query('ALERTS{alertname="X"}')      # until the result is not empty
 ```
-
-`start(config_text, rule_files)` writes the config (YAML; `rule_files` are added to its `rule_files` list as
-absolute paths), runs `prometheus` on a free loopback port with its TSDB in a temporary directory and
-`--web.enable-lifecycle`, and waits for `/-/ready`; `stop()` ends it and removes the directory. A config
-that Prometheus refuses fails the start with Prometheus's own message.
 """
 
 from __future__ import annotations
@@ -169,7 +162,10 @@ def start(
     timeout: float = 60.0,
     extra_args: Sequence[str] = (),
 ) -> PrometheusServer:
-    """Start Prometheus with this config and these rule files; wait until it is ready."""
+    """Start Prometheus with this config and these rule files; wait until it is ready.
+
+    A config that Prometheus refuses fails the start with Prometheus's own message.
+    """
     if PROMETHEUS is None:
         raise AssertionError("prometheus is not installed (Debian package: prometheus)")
     owns = workdir is None

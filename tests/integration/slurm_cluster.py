@@ -1,31 +1,13 @@
 """A throwaway Slurm cluster on localhost for integration tests (docs/architecture.md §6).
 
-One `slurmctld` and one `slurmd -N nodeK` per node, all in the foreground as children of the test
-process, on free loopback ports, with a unique ClusterName and every file (config, state, spool, logs)
-under one directory. munged is shared: it is started if no munged answers, and never stopped.
-
-Fake GPUs: Slurm 22.05 drops a GPU GRES that has no `File=` ("Removing file-less GPU ... from final GRES
-list"), and the node then registers as INVAL ("gres/gpu count reported lower than configured"), even with
-`SlurmdParameters=config_overrides`. A `File=` must name character or block devices, so each fake GPU is
-a symlink to /dev/null under the cluster's directory; `Gres=gpu:N` then registers and schedules normally.
-
     cluster = SlurmCluster(tmp, nodes=8, partitions={"training": ["node1", ...], ...}, gpus_per_node=8)
-    # or name the nodes: SlurmCluster(tmp, node_names=["node0001", ...], partitions=...)
     cluster.start()
     job = cluster.submit("training", nodes=2, gpus_per_node=8)
     cluster.wait_job_state(job, "RUNNING")
-    cluster.scontrol("update", "NodeName=node3", "State=DRAIN", "Reason=test")
-    cluster.stop()
 
-With `job_mapping=True` the shipped prolog and epilog (deploy/slurm) are installed as docs/deploy.md says
-(`Prolog=`, `Epilog=`, `PrologFlags=Alloc`), each node writing into its own `job_map_directory(node)`
-(all slurmd share this host) through the documented wrapper that sets IBPOOL_JOBS_DIRECTORY. With
-`distinct_hostnames=True` node K's NodeHostname is 127.0.0.(K+1) (slurmd still listens on 127.0.0.1, its
-NodeAddr), so that a per-node service (a node exporter) can listen on the same port at each node's own
-host name, as on real hosts.
-
-Starting and stopping is the product's (`simulator.backends.slurm_run.Slurm`: each daemon in its own
-process group, everything stopped when a start fails part-way); this module adds the test helpers.
+Starting and stopping is `simulator.backends.slurm_run.Slurm`'s (docs/simulator.md); this adds the test
+helpers, `job_mapping=True` (the shipped prolog and epilog installed as docs/deploy.md says, each node
+writing its own `job_map_directory`) and `distinct_hostnames=True` (node K's NodeHostname 127.0.0.(K+1)).
 """
 
 from __future__ import annotations
@@ -65,7 +47,7 @@ def wait_until(predicate: Callable[[], bool], timeout: float, what: str, interva
 
 
 class SlurmCluster(Slurm):
-    """slurmctld plus `nodes` slurmd on localhost; see the module docstring."""
+    """slurmctld plus `nodes` slurmd on localhost; see the module docstring and docs/simulator.md."""
 
     def __init__(
         self,
@@ -100,7 +82,11 @@ class SlurmCluster(Slurm):
 
     @staticmethod
     def _job_mapping_conf(root: Path) -> list[str]:
-        """slurm.conf lines running the shipped prolog and epilog through per-cluster wrappers."""
+        """slurm.conf lines running the shipped prolog and epilog through per-cluster wrappers.
+
+        All slurmd share this host, so each node writes its own directory: the documented wrapper
+        (docs/deploy.md) sets IBPOOL_JOBS_DIRECTORY with `%n`.
+        """
         root.mkdir(parents=True, exist_ok=True)
         lines = []
         for key, script in (("Prolog", "ibpool-prolog"), ("Epilog", "ibpool-epilog")):
@@ -113,7 +99,11 @@ class SlurmCluster(Slurm):
         return [*lines, "PrologFlags=Alloc"]
 
     def node_hostname(self, node: str) -> str:
-        """127.0.0.(K+1) for the K-th node with `distinct_hostnames`, else localhost."""
+        """127.0.0.(K+1) for the K-th node with `distinct_hostnames`, else localhost.
+
+        slurmd still listens on 127.0.0.1 (its NodeAddr); the distinct host names let a per-node service (a
+        node exporter) listen on the same port at each node's own host name, as on real hosts.
+        """
         if not self.distinct_hostnames:
             return super().node_hostname(node)
         return f"127.0.0.{self.node_names.index(node) + 2}"

@@ -2,18 +2,9 @@
 
 The simulated cluster server runs in-process at real time (two long chatty jobs: steady rates); a real
 Prometheus scrapes it every second and evaluates a copy of alerts/recording_rules.yml whose rate windows
-are RATE_WINDOW_SECONDS (15 s) instead of 5m (`short_window_rules`: nothing else changes, and the copy is
-checked to say so). Prometheus stamps samples with its own clock, so a 5m rate reads right only after 5
-minutes of wall time, which no simulated clock can shorten. The test waits for the event a rate needs
-instead: every target scraped over a whole window (`count_over_time(up[...])`), then every rule group
-evaluated once more. The reads usually come about 40 s into the model, before the shared uplinks' 32-bit
-wait counters fill (at about 50 s), so their congestion (about 0.44) is compared too, not only idle ports
-(a filled counter reads as saturated, with no congestion, in both sources).
-
-Tolerances: counts and labels exact; GPU utilization within 0.05; rate-derived ratios (congestion,
-utilization, per-VL waits) within 0.05 + 10 % (Prometheus extrapolates a rate over 1 s scrapes, the
-embedded source takes a delta over its own 5 s window); a port whose saturation flag differs between the
-two reads (its counter saturated in between) is skipped.
+are RATE_WINDOW_SECONDS instead of 5m (`short_window_rules`). The test waits for the event a rate needs,
+never a fixed time: every target scraped over a whole window, then every rule group evaluated once more.
+Counts and labels must agree exactly, rates within the tolerances beside their constants.
 """
 
 from __future__ import annotations
@@ -57,7 +48,12 @@ scrape_configs:
     static_configs: [{{targets: ["127.0.0.1:{port}"]}}]
 """
 TARGETS = 10  # eight nodes, the fabric and the scheduler
+# Counts and labels compare exactly; GPU utilization within UTIL_ABS; rate-derived ratios (congestion,
+# utilization, per-VL waits) within RATIO_ABS + RATIO_REL of the larger: Prometheus extrapolates a rate over
+# 1 s scrapes, the embedded source takes a delta over its own 5 s window.
 RATIO_ABS, RATIO_REL, UTIL_ABS = 0.05, 0.10, 0.05
+# Prometheus stamps samples with its own clock, so a 5m rate reads right only after 5 minutes of wall time,
+# which no simulated clock can shorten: the test's copy of the rules rates over this window instead.
 RATE_WINDOW_SECONDS = 15  # every scrape and evaluation is 1 s apart: 15 samples per window
 RULES_WINDOW = "[5m]"  # the only range the rate rules use
 
@@ -120,6 +116,9 @@ def test_both_sources_agree(cluster: ClusterServer, tmp_path: Path) -> None:
             f"count_over_time(up[{span + 2}s]) >= {span}", lambda r: len(r) == TARGETS, timeout=span + 60
         )
         prom.wait_for_rule_evaluations(1)
+        # The reads usually come about 40 s into the model, before the shared uplinks' 32-bit wait counters
+        # fill (at about 50 s), so their congestion (about 0.44) is compared too, not only idle ports (a
+        # filled counter reads as saturated, with no congestion, in both sources).
         qos = SimulatorQos(f"{base}/-/model")
         embedded = EmbeddedSource(EmbeddedSettings(f"{base}/targets", window_seconds=5.0), qos).fetch()
         promql = PrometheusSource(PrometheusSettings(prom.url), qos).fetch()
@@ -151,7 +150,7 @@ def compare(a: Signals, b: Signals) -> None:
         assert (la.kind, la.node, la.pools, la.rate_bytes_per_second) == (
             lb.kind, lb.node, lb.pools, lb.rate_bytes_per_second,
         ), key  # fmt: skip
-        if la.saturated != lb.saturated:
+        if la.saturated != lb.saturated:  # its counter saturated between the two reads
             continue
         assert close(la.congestion, lb.congestion), (key, la.congestion, lb.congestion)
         assert close(la.utilization, lb.utilization), (key, la.utilization, lb.utilization)

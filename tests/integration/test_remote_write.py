@@ -1,13 +1,11 @@
 """Scaling past one Prometheus: two shards remote-write into a real VictoriaMetrics, and PromQL reads it.
 
-The simulated cluster of test_stack_end_to_end (pool `hi`: node0001, node0005; pool `lo`: node0002,
-node0003, node0006) is scraped by two Prometheus servers, sharded the way README "Past one Prometheus"
-describes: shard `a` scrapes the `hi` nodes, the fabric and the scheduler; shard `b` only the `lo` nodes.
-Both load alerts/recording_rules.yml, carry `external_labels` {cluster, shard} and `remote_write` to
-VictoriaMetrics's /api/v1/write. Then VictoriaMetrics answers PromQL for the whole cluster: every node's
-series, the recording rules of both shards (shard `b`, with no scheduler exporter, gets its per-pool
-utilization from the node targets' `pool` label), and the recommender's own Prometheus source reads its
-pool and node signals from VictoriaMetrics as it would from Prometheus.
+The simulated cluster of test_stack_end_to_end is scraped by two Prometheus servers, sharded as README
+"Past one Prometheus" describes: shard `a` scrapes the `hi` nodes, the fabric and the scheduler; shard `b`
+only the `lo` nodes. Both load alerts/recording_rules.yml and remote-write with `external_labels`
+{cluster, shard}. VictoriaMetrics must then answer for the whole cluster: every node's series, both
+shards' recording rules (shard `b` gets per-pool utilization from the node targets' `pool` label), and
+the recommender's Prometheus source reading from it.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """The shipped Slurm prolog and epilog (deploy/slurm) in a real Slurm cluster, read by the real exporter.
 
-Two nodes with four fake GPUs each, partitions `training` (node1) and `inference` (node2), the prolog and
-epilog installed as docs/deploy.md says (`SlurmCluster(job_mapping=True)`: `Prolog=`, `Epilog=`,
-`PrologFlags=Alloc`; all slurmd share this host, so each node writes its own directory through the
-documented wrapper that sets IBPOOL_JOBS_DIRECTORY with `%n`).
-One simulated node exporter per node (`ibpool exporter --simulate`, 4 GPUs: the real GPU and jobs
-collectors) reads that node's directory. A job started with `--gres=gpu:N` must show in
-`ibpool_gpu_job_info` with its id and partition on the GPUs Slurm gave it, on its node only, and vanish
-when it ends.
+Two nodes with four fake GPUs each, the prolog and epilog installed as docs/deploy.md says
+(`SlurmCluster(job_mapping=True)`), and one simulated node exporter per node (`ibpool exporter
+--simulate`, the real GPU and jobs collectors) reading that node's directory. A job started with
+`--gres=gpu:N` must show in `ibpool_gpu_job_info` with its id and partition on the GPUs Slurm gave it, on
+its node only, and vanish when it ends.
 """
 
 from __future__ import annotations

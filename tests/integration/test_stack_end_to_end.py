@@ -1,25 +1,11 @@
 """The whole read side end to end: the simulated cluster, a real Prometheus with the rules of alerts/, every
 dashboard query, and alerts that reach a real Alertmanager.
 
-Both tests run the same small cluster (`shared_uplink_spec`, 8 nodes): pool `hi` (node0001, node0005) and
-pool `lo` (node0002, node0003, node0006). One communication-bound 16-GPU job per pool puts a ring step of
-each on the leaf uplinks leaf001/5 and leaf002/5, oversubscribed 4:1, so those uplinks and the four hosts'
-HCA ports wait 7/16 (0.44) of the time; a second `hi` job waits for GPUs (8 pending) while `lo` has
-node0003 idle (8 idle GPUs). node0004, node0007 and node0008 are in no pool: the faults go there, away
-from the congested jobs. Load does not need a fast clock: the jobs run from time 0. The dashboard test
-runs the clock at 1 simulated second per wall second, so rates read back as the model means them (at
-speed N every rate, the congestion ratio included, reads N times higher, and a port waiting 44 % of the
-time at NDR fills its 32-bit PortXmitWait after 50/N s); the alert test freezes it and moves it with
+Both tests run one small cluster (`congested_model`: two pools whose 16-GPU jobs congest the shared leaf
+uplinks, a pending job beside an idle node, faults on nodes outside the pools), scraped the way
+alerts/README.md asks (`SCRAPE_CONFIG`). The dashboard test runs the clock at 1 simulated second per wall
+second, so rates read as the model means them; the alert test freezes it and moves it with
 POST /-/control/advance, so what the counters hold does not depend on how fast this machine is.
-
-Prometheus scrapes it the way alerts/README.md asks: jobs named `ibpool-...`, each with the same
-`cluster` target label; node targets from http_sd with the `node` and `pool` target labels (what `ibpool
-targets` gives too) and `honor_labels` false (`ibpool_gpu_job_info`'s own `job` and `pool` become
-`exported_job` and `exported_pool`); no `node` target label on the scheduler job. Every simulated node
-answers on the same address, so `instance` is made unique per node (`ADDRESS/node`), as it is on real
-hosts where each node runs its own exporter: the rules join a port's series on (instance, device, port)
-and a GPU's on (instance, gpu), and with one shared `instance` those joins find eight matches and fail.
-Everything is scraped and evaluated every second.
 """
 
 from __future__ import annotations
@@ -58,6 +44,14 @@ NODES = 8
 TARGETS = NODES + 2  # every node, the fabric and the scheduler
 SHORT_FOR = "2s"
 
+# Scraped the way alerts/README.md asks: jobs named `ibpool-...`, each with the same `cluster` target label;
+# node targets from http_sd with the `node` and `pool` target labels (what `ibpool targets` gives too) and
+# `honor_labels` false (`ibpool_gpu_job_info`'s own `job` and `pool` become `exported_job` and
+# `exported_pool`); no `node` target label on the scheduler job. Every simulated node answers on the same
+# address, so `instance` is made unique per node (`ADDRESS/node`), as it is on real hosts where each node
+# runs its own exporter: the rules join a port's series on (instance, device, port) and a GPU's on
+# (instance, gpu), and with one shared `instance` those joins find eight matches and fail. Everything is
+# scraped and evaluated every second.
 SCRAPE_CONFIG = """
 global: {{scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}}
 scrape_configs:
@@ -81,7 +75,14 @@ FLAP_NODE = "node0008"  # link flapped (link_downed + 1 on both ends), then take
 
 
 def congested_model() -> ClusterModel:
-    """The cluster of the module docstring at time 0: both chatty jobs running, one `hi` job pending.
+    """The cluster both tests run, at time 0: both chatty jobs running, one `hi` job pending.
+
+    `shared_uplink_spec`, 8 nodes: pool `hi` (node0001, node0005) and pool `lo` (node0002, node0003,
+    node0006). One communication-bound 16-GPU job per pool puts a ring step of each on the leaf uplinks
+    leaf001/5 and leaf002/5, oversubscribed 4:1, so those uplinks and the four hosts' HCA ports wait 7/16
+    (0.44) of the time; a second `hi` job waits for GPUs (8 pending) while `lo` has node0003 idle (8 idle
+    GPUs). node0004, node0007 and node0008 are in no pool: the faults go there, away from the congested
+    jobs. Load does not need a fast clock: the jobs run from time 0.
 
     Counters start at 0. (A node's sysfs tree is made at its first scrape and then follows the model's
     counters by deltas; the model's own PortXmitWait stops at 2^32-1, so a tree made after its port's
@@ -99,7 +100,7 @@ def congested_model() -> ClusterModel:
 
 @contextmanager
 def running_cluster(workdir: Path, speed: float) -> Iterator[ClusterServer]:
-    """The cluster of the module docstring behind one port, its clock at `speed` (0: frozen)."""
+    """The cluster of `congested_model` behind one port, its clock at `speed` (0: frozen)."""
     server = ClusterServer(
         congested_model(), ServerSettings(listen_address="127.0.0.1:0", speed=speed, workdir=workdir)
     )
@@ -268,6 +269,9 @@ def test_every_dashboard_query_runs_and_has_data_where_the_simulation_makes_it(t
     workdir = tmp_path / "prometheus"
     workdir.mkdir()
     with (
+        # 1 simulated second per wall second, so rates read back as the model means them: at speed N every
+        # rate, the congestion ratio included, reads N times higher, and a port waiting 44 % of the time at
+        # NDR fills its 32-bit PortXmitWait after 50/N s.
         running_cluster(tmp_path / "cluster", speed=1.0) as cluster,
         prometheus_server.running(
             SCRAPE_CONFIG.format(port=cluster.port), [RECORDING_RULES, ALERT_RULES], workdir=workdir

@@ -1,14 +1,10 @@
 """`ibpool targets` on a real Slurm, loaded by a real Prometheus with the shipped scrape config and rules.
 
-Three nodes with four fake GPUs each, each with its own loopback address as NodeHostname
-(`distinct_hostnames`), the shipped prolog and epilog installed (`job_mapping`); partitions `training`
-(node1, node2), `inference` (node3) and `debug` (node3 too). On each node's address a simulated node
-exporter (`ibpool exporter --simulate`, 4 GPUs) reads that node's job map; the real scheduler exporter
-polls Slurm. `ibpool targets --targets.address hostname` writes the file_sd list; Prometheus runs
-deploy/prometheus/prometheus-slurm.yml (its hosts, ports and cluster name pointed here, the fabric and
-recommender jobs dropped: they are not run) with both rule files. The node targets must carry node, pool
-and cluster, and the pool rules must give per-pool series, also for the GPUs a real job holds: it runs in
-`debug`, which arrives as `exported_pool` while the target's own `pool` is `debug,inference`.
+Three nodes with four fake GPUs each, each with its own loopback address, the shipped prolog and epilog
+installed; on each node's address a simulated node exporter reads that node's job map, and the real
+scheduler exporter polls Slurm. `ibpool targets --targets.address hostname` writes the file_sd list that
+Prometheus runs deploy/prometheus/prometheus-slurm.yml on, with both rule files. The node targets must
+carry node, pool and cluster, and the pool rules must give per-pool series, also for a real job's GPUs.
 """
 
 from __future__ import annotations
@@ -38,6 +34,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.skipif(SKIP_REASON is not Non
 SHIPPED_CONFIG = REPO / "deploy" / "prometheus" / "prometheus-slurm.yml"
 RULES = [REPO / "alerts" / "recording_rules.yml", REPO / "alerts" / "alert_rules.yml"]
 GPUS = 4
+# node3 is in two partitions: its target's `pool` is `debug,inference`, and a job in `debug` arrives as
+# `exported_pool`, which the pool rules must read.
 PARTITIONS = {"training": ["node1", "node2"], "inference": ["node3"], "debug": ["node3"]}
 
 
@@ -49,7 +47,10 @@ def run_targets(cluster: SlurmCluster, *args: str) -> subprocess.CompletedProces
 
 
 def local_config(cluster: SlurmCluster, targets_file: Path, scheduler_port: int) -> str:
-    """The shipped Prometheus config, pointed at this cluster and scraping and evaluating every second."""
+    """The shipped Prometheus config, pointed at this cluster and scraping and evaluating every second.
+
+    Its hosts, ports and cluster name point here; the fabric and recommender jobs are dropped (not run).
+    """
     config: dict[str, Any] = yaml.safe_load(SHIPPED_CONFIG.read_text())
     config["global"].update(scrape_interval="1s", scrape_timeout="1s", evaluation_interval="1s")
     config["global"]["external_labels"]["cluster"] = cluster.cluster_name

@@ -10,26 +10,29 @@ import yaml
 import scheduler_hooks
 from scheduler_hooks.apply import config as config_module
 from scheduler_hooks.apply.config import parse_apply_config
+from scheduler_hooks.opensm import config as opensm_config_module
 
-DOCS = Path(__file__).resolve().parents[3] / "docs" / "apply.md"
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 
 
-def _check(text: str) -> None:
-    config = parse_apply_config(yaml.safe_load(text), "example")
-    assert config.sections == ("opensm", "slurm")
-    assert config.slurm is not None and config.slurm.persist
+def _apply_example() -> str:
+    page = (DOCS / "configuration.md").read_text()
+    section = page[page.index("## `ibpool apply`") : page.index("## The approval policy file")]
+    blocks = re.findall(r"```yaml\n(.*?)```", section, re.S)
+    assert len(blocks) == 1
+    return str(blocks[0])
 
 
 def test_docs_example() -> None:
-    blocks = re.findall(r"```yaml\n(.*?)```", DOCS.read_text(), re.S)
-    assert len(blocks) == 1
-    _check(blocks[0].replace("approval_config: /etc/ibpool/approval.yaml", ""))
+    example = _apply_example().replace("approval_config: /etc/ibpool/approval.yaml", "")
+    config = parse_apply_config(yaml.safe_load(example), "example")
+    assert config.sections == ("opensm", "slurm")
+    assert config.slurm is not None and config.slurm.persist
+    assert config.opensm is not None and config.opensm.diag.ca == "mlx5_0"  # the opensm section has every key
 
 
-def test_package_docstring_points_at_the_docs() -> None:
-    assert "docs/apply.md" in (scheduler_hooks.__doc__ or "")  # the example moved there (tested above)
-
-
-def test_module_docstring_example() -> None:
-    doc = config_module.__doc__ or ""
-    _check(doc[doc.index("```yaml") + 7 : doc.rindex("```")].replace("approval_config:", "#"))
+def test_docstrings_point_at_the_docs() -> None:
+    assert "docs/apply.md" in (scheduler_hooks.__doc__ or "")
+    assert "docs/configuration.md" in (config_module.__doc__ or "")  # the example moved there (tested above)
+    assert "docs/configuration.md" in (opensm_config_module.__doc__ or "")
+    assert "docs/configuration.md" in (DOCS / "apply.md").read_text()
