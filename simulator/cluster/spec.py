@@ -228,6 +228,28 @@ def _pairs(value: Any, key: str, problems: list[str]) -> tuple[tuple[int, int], 
     return tuple(out)
 
 
+def _typed(value: Any, default: Any, key: str, problems: list[str]) -> Any:
+    """`value` as the type of `default` (YAML 1.1 reads `5.0e10` as a string: numbers are parsed here), else
+    `default` with a problem recorded."""
+    if default is None or isinstance(default, str):
+        return value
+    kind = type(default)
+    try:
+        if kind is bool:
+            if isinstance(value, bool):
+                return value
+            raise ValueError(value)
+        number = float(value) if isinstance(value, str) else value
+        if isinstance(number, bool) or not isinstance(number, int | float):
+            raise ValueError(value)
+        if kind is int and number != int(number):
+            raise ValueError(value)
+        return kind(number)
+    except (TypeError, ValueError):
+        problems.append(f"{key}: {value!r} is not a {kind.__name__}")
+        return default
+
+
 def spec_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> ClusterSpec:
     """Build and validate a spec from plain data (as loaded from YAML)."""
     problems: list[str] = []
@@ -259,7 +281,14 @@ def spec_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> ClusterSp
     fab_raw = dict(data.get("fabric", {}))
     fab_known = {f for f in FabricSpec.__dataclass_fields__}
     problems += [f"fabric.{k}: unknown key" for k in fab_raw if k not in fab_known]
-    fabric = FabricSpec(**{k: v for k, v in fab_raw.items() if k in fab_known})
+    fab_defaults = FabricSpec()
+    fabric = FabricSpec(
+        **{
+            k: _typed(v, getattr(fab_defaults, k), f"fabric.{k}", problems)
+            for k, v in fab_raw.items()
+            if k in fab_known
+        }
+    )
     qos_raw = dict(data.get("qos", {}))
     qos = QosSpec(
         vlarb_high=_pairs(qos_raw.get("vlarb_high", QosSpec().vlarb_high), "qos.vlarb_high", problems),
@@ -272,11 +301,11 @@ def spec_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> ClusterSp
         fabric=fabric,
         qos=qos,
         priority_classes=dict(data.get("priority_classes", {"normal": 0, "high": 1})),
-        gpus_per_node=int(data.get("gpus_per_node", 8)),
-        ports_per_node=int(data.get("ports_per_node", 1)),
-        tick_seconds=float(data.get("tick_seconds", 10.0)),
-        seed=int(data.get("seed", 1)),
-        start_hour=float(data.get("start_hour", 0.0)),
+        gpus_per_node=_typed(data.get("gpus_per_node", 8), 8, "gpus_per_node", problems),
+        ports_per_node=_typed(data.get("ports_per_node", 1), 1, "ports_per_node", problems),
+        tick_seconds=_typed(data.get("tick_seconds", 10.0), 10.0, "tick_seconds", problems),
+        seed=_typed(data.get("seed", 1), 1, "seed", problems),
+        start_hour=_typed(data.get("start_hour", 0.0), 0.0, "start_hour", problems),
     )
     try:
         validate(spec)

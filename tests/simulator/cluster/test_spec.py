@@ -76,3 +76,16 @@ def test_hostlists_and_vlarb_strings() -> None:
         expand_hostlist("node[1-")
     with pytest.raises(ControlError):
         parse_vlarb("0=4")
+
+
+def test_yaml_numbers_as_strings_are_read_and_garbage_is_a_clear_error(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yml"
+    spec.write_text("nodes: 4\npools: [{name: a, nodes: 4}]\nfabric: {link_bytes_per_second: 5.0e10}\n")
+    assert load_spec(spec).fabric.link_bytes_per_second == 5.0e10  # YAML 1.1 reads 5.0e10 as a string
+    spec.write_text(
+        "nodes: 4\npools: [{name: a, nodes: 4}]\nfabric: {hosts_per_leaf: lots}\ntick_seconds: x\n"
+    )
+    with pytest.raises(SpecError) as caught:
+        load_spec(spec)
+    assert "fabric.hosts_per_leaf: 'lots' is not a int" in str(caught.value)
+    assert "tick_seconds: 'x' is not a float" in str(caught.value)
