@@ -48,6 +48,7 @@ from exporter.influx.spill import SpillQueue
 from exporter.influx.writer import InfluxWriter, Writer
 from foundation.collector import Collector
 from foundation.exposition import MetricFamily
+from foundation.loop import Loop
 from foundation.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -86,9 +87,9 @@ class InfluxPusher:
         self._backoff = Backoff(
             s.retry_initial_seconds, s.retry_exponential_base, s.retry_max_seconds, s.jitter, rng
         )
-        self._stop_sampling = threading.Event()
+        self._sampler = Loop("influx-sampler", settings.interval_seconds, self._sample_logged)
         self._stop_sending = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self._sender: threading.Thread | None = None
         self._closed = False
 
     @property
@@ -98,13 +99,10 @@ class InfluxPusher:
 
     def start(self, sample: bool = True) -> None:
         """Start the sender (it drains any spill left by a previous run) and, with `sample`, the sampler."""
-        targets = [("influx-sender", self._send_loop)]
+        self._sender = threading.Thread(target=self._send_loop, name="influx-sender", daemon=True)
+        self._sender.start()
         if sample:
-            targets.append(("influx-sampler", self._sample_loop))
-        for name, target in targets:
-            thread = threading.Thread(target=target, name=name, daemon=True)
-            thread.start()
-            self._threads.append(thread)
+            self._sampler.start()
 
     def sample_once(self, timestamp_ns: int | None = None) -> int:
         """Collect once and queue the points, stamped with the collection's start; the points queued."""
@@ -119,18 +117,8 @@ class InfluxPusher:
         self.buffer.put(chunks)
         return sum(c.points for c in chunks)
 
-    def _sample_loop(self) -> None:
-        interval = self.settings.interval_seconds
-        due = time.monotonic()
-        while not self._stop_sampling.wait(max(0.0, due - time.monotonic())):
-            try:
-                self.sample_once()
-            except Exception:  # a collection bug must not end the push
-                log.exception("influx push: sampling failed")
-            due += interval
-            now = time.monotonic()
-            if due < now:  # overran: skip the missed ticks rather than bunching them
-                due += interval * ((now - due) // interval + 1)
+    def _sample_logged(self) -> None:
+        self.sample_once()  # a failure is logged by the loop, which goes on (a collection bug never ends it)
 
     def _send_loop(self) -> None:
         s = self.settings
@@ -162,16 +150,14 @@ class InfluxPusher:
         if self._closed:
             return
         self._closed = True
-        self._stop_sampling.set()
-        for thread in self._threads[1:]:
-            thread.join()
-        if self._threads:
+        self._sampler.stop()
+        if self._sender is not None:
             drain = self.settings.drain_seconds if drain_seconds is None else drain_seconds
             self.buffer.flush()
             self.buffer.wait_idle(drain, spill=False, give_up_when_down=True)
         self._stop_sending.set()
-        if self._threads:
-            self._threads[0].join(self.settings.timeout_seconds + 5.0)
+        if self._sender is not None:
+            self._sender.join(self.settings.timeout_seconds + 5.0)
         self.buffer.close()
         self._writer.close()
         for closer in self._closers:
