@@ -17,7 +17,9 @@ from simulator.quota_backtest import (
     STATIC,
     backtest,
     family,
+    fresh,
     hindsight,
+    pick,
     run,
     scenario,
     summary,
@@ -25,7 +27,7 @@ from simulator.quota_backtest import (
 )
 from simulator.quota_backtest.backtest import WITHIN
 from simulator.quota_backtest.counters import signals, snapshot
-from simulator.quota_backtest.scenarios import DEV, HELD_OUT
+from simulator.quota_backtest.scenarios import DEV, FRESH, FRESH_COUNT, FRESH_SEED, HELD_OUT, SEED
 
 
 def _shared(**fabric: object) -> ClusterModel:
@@ -49,6 +51,18 @@ def test_the_family_covers_what_the_issue_asks() -> None:
     assert any(s.arbitration_packets for s in scenarios) and any(s.hol_blocking for s in scenarios)
     assert len({(j.compute_seconds, j.allreduce_bytes) for s in scenarios for j in s.jobs}) >= 10
     assert scenario(7) == scenario(7) and scenario(7) != scenario(8)
+
+
+def test_the_fresh_held_out_set_is_a_second_seed_of_the_same_generator() -> None:
+    scenarios = fresh()
+    assert FRESH_SEED != SEED and len(scenarios) == FRESH_COUNT >= 60
+    assert {s.split for s in scenarios} == {FRESH} and all(s.name.startswith("f") for s in scenarios)
+    assert scenarios[5] == scenario(5, FRESH_SEED) and scenarios[5].split == FRESH
+    assert [s.jobs for s in scenarios[:10]] != [s.jobs for s in family(10)]  # not the first family again
+    assert {s.oversubscription for s in scenarios} == {1.0, 2.0, 3.0, 4.0}
+    assert [s.split for s in pick(DEV, 6)] == [DEV] * 3
+    assert [s.split for s in pick(FRESH, 6, 2)] == [FRESH] * 2
+    assert [s.split for s in pick("all", 4, 1)] == [DEV, HELD_OUT, DEV, HELD_OUT, FRESH]
 
 
 def test_packets_make_a_cut_below_one_packet_do_nothing() -> None:
