@@ -6,7 +6,7 @@ print(table(backtest(family(60))))          # python -m simulator.quota_backtest
 ```
 
 `scenarios` draws the family (seeded; even indices the development set, odd the first held-out set, a
-second seed the fresh held-out set),
+second seed the fresh held-out set, twenty more seeds extra development scenarios),
 `counters` gives the policy only what Prometheus would show (port and per-VL counters, pools, GPU
 utilization, the QoS tables), `backtest` replays a scenario with static weights, with the policy and with
 the best fixed weights in hindsight, `report` makes the table. The model shares links with the same

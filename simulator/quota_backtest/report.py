@@ -67,8 +67,8 @@ def by_split(rows: Sequence[Row]) -> list[tuple[str, list[Row]]]:
     return [(name, subset) for name, subset in sets if subset] + [("all", list(rows))]
 
 
-def table(rows: Sequence[Row]) -> str:
-    """The per-scenario lines and the summary table."""
+def table(rows: Sequence[Row], per_scenario: bool = True) -> str:
+    """The per-scenario lines (unless `per_scenario` is False) and the summary table."""
 
     def mark(o: Outcome) -> str:
         slow = "-" if o.hi_slowdown is None else f"{o.hi_slowdown:.2f}x"
@@ -77,7 +77,7 @@ def table(rows: Sequence[Row]) -> str:
     lines = [
         f"{'scenario':<32} {'cong':>4} {'static':>12} {'policy':>12} {'hindsight':>12}   policy's weights",
     ]
-    for r in rows:
+    for r in rows if per_scenario else ():
         lines.append(
             f"{r.scenario.name:<32} {r.static.congested_links:>4} {mark(r.static):>12} {mark(r.policy):>12} "
             f"{mark(r.hindsight):>12}   {r.policy.weights.split(',4:')[0]} ({r.policy.changes} changes)"

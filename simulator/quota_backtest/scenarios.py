@@ -24,10 +24,11 @@ HIGH, MID, LOW, LOW2, BURST = "hi", "mid", "lo", "lo2", "burst"
 CLASSES = {"normal": 0, "high": 1, "mid": 2}
 CLASS_OF = {HIGH: "high", MID: "mid", LOW: "normal", LOW2: "normal", BURST: "normal"}
 PRIORITIES = {HIGH: 2, MID: 1, LOW: 0, LOW2: 0, BURST: 0}
-DEV, HELD_OUT, FRESH = "dev", "held-out", "fresh"
-SPLITS = (DEV, HELD_OUT, FRESH)
+DEV, HELD_OUT, FRESH, EXTRA = "dev", "held-out", "fresh", "extra"
+SPLITS = (DEV, HELD_OUT, FRESH, EXTRA)
 SEED = 19  # the development and first held-out sets
 FRESH_SEED, FRESH_COUNT = 8191, 80  # the second held-out set: seeds never used before it was declared
+EXTRA_SEEDS = tuple(range(100, 120))  # more development scenarios (60 a seed), checked for safety
 WORK_SECONDS = 36_000.0  # jobs outlast the run
 BURST_AT, BURST_SECONDS = 600.0, 600.0
 
@@ -60,16 +61,17 @@ class QuotaScenario:
     credit_stall: float
     hol_blocking: float
     burst: bool
-    split: str = DEV  # DEV, HELD_OUT or FRESH
+    split: str = DEV  # DEV, HELD_OUT, FRESH or EXTRA
+    seed: int = SEED
 
     @property
     def name(self) -> str:
-        """`s07 3x8 3:1 hi/lo burst` (`f07 ..` in the fresh set)."""
+        """`s07 3x8 3:1 hi/lo burst` (`f07 ..` in the fresh set, `s07@105 ..` from an extra seed)."""
         over = f"{self.oversubscription:g}:1"
-        prefix = "f" if self.split == FRESH else "s"
-        return (
-            f"{prefix}{self.index:02d} {self.leaves}x{self.hosts_per_leaf} {over} {'/'.join(self.pools)}"
-            + (" burst" if self.burst else "")
+        label = f"{'f' if self.split == FRESH else 's'}{self.index:02d}"
+        label += f"@{self.seed}" if self.split == EXTRA else ""
+        return f"{label} {self.leaves}x{self.hosts_per_leaf} {over} {'/'.join(self.pools)}" + (
+            " burst" if self.burst else ""
         )
 
     def spec(self, vlarb_low: tuple[tuple[int, int], ...] | None = None) -> ClusterSpec:
@@ -129,8 +131,8 @@ class _Placer:
 
 
 def scenario(index: int, seed: int = SEED) -> QuotaScenario:
-    """Scenario `index` of the family (the same index and seed give the same scenario). Its split:
-    FRESH from `FRESH_SEED`, otherwise DEV for an even index and HELD_OUT for an odd one.
+    """Scenario `index` of the family (the same index and seed give the same scenario). Its split: from
+    `SEED`, DEV for an even index and HELD_OUT for an odd one; FRESH from `FRESH_SEED`; EXTRA otherwise.
 
     Every job is its pool's only job and holds all its pool's nodes, spread round-robin over the leaves
     the scenario uses, so its ring crosses their uplinks (the scheduler fills a pool in node order).
@@ -190,7 +192,12 @@ def scenario(index: int, seed: int = SEED) -> QuotaScenario:
         credit_stall=rng.choice((0.0, 0.1, 0.2, 0.3)),
         hol_blocking=rng.choice((0.0, 0.3, 0.6)),
         burst=burst,
-        split=FRESH if seed == FRESH_SEED else (DEV if index % 2 == 0 else HELD_OUT),
+        split=(DEV if index % 2 == 0 else HELD_OUT)
+        if seed == SEED
+        else FRESH
+        if seed == FRESH_SEED
+        else EXTRA,
+        seed=seed,
     )
 
 
@@ -205,9 +212,12 @@ def fresh(count: int = FRESH_COUNT) -> list[QuotaScenario]:
 
 
 def pick(split: str, count: int = 60, fresh_count: int | None = None) -> list[QuotaScenario]:
-    """The scenarios of one split (DEV, HELD_OUT, FRESH) or of all three ("all"): the first `count` of the
-    family from `SEED` and the first `fresh_count` (default `FRESH_COUNT`) of the fresh set."""
+    """The scenarios of one split, or of DEV, HELD_OUT and FRESH ("all"): the first `count` of the family
+    from `SEED`, the first `fresh_count` (default `FRESH_COUNT`) of the fresh set, the first `count` from
+    each of `EXTRA_SEEDS` (EXTRA, not in "all": 1,200 scenarios take minutes)."""
     out = [s for s in family(count) if split in ("all", s.split)]
     if split in ("all", FRESH):
         out += fresh(FRESH_COUNT if fresh_count is None else fresh_count)
+    if split == EXTRA:
+        out += [s for seed in EXTRA_SEEDS for s in family(count, seed)]
     return out

@@ -27,7 +27,16 @@ from simulator.quota_backtest import (
 )
 from simulator.quota_backtest.backtest import WITHIN
 from simulator.quota_backtest.counters import signals, snapshot
-from simulator.quota_backtest.scenarios import DEV, FRESH, FRESH_COUNT, FRESH_SEED, HELD_OUT, SEED
+from simulator.quota_backtest.scenarios import (
+    DEV,
+    EXTRA,
+    EXTRA_SEEDS,
+    FRESH,
+    FRESH_COUNT,
+    FRESH_SEED,
+    HELD_OUT,
+    SEED,
+)
 
 
 def _shared(**fabric: object) -> ClusterModel:
@@ -63,6 +72,9 @@ def test_the_fresh_held_out_set_is_a_second_seed_of_the_same_generator() -> None
     assert [s.split for s in pick(DEV, 6)] == [DEV] * 3
     assert [s.split for s in pick(FRESH, 6, 2)] == [FRESH] * 2
     assert [s.split for s in pick("all", 4, 1)] == [DEV, HELD_OUT, DEV, HELD_OUT, FRESH]
+    extra = pick(EXTRA, 2)
+    assert len(extra) == 2 * len(EXTRA_SEEDS) and {s.split for s in extra} == {EXTRA}
+    assert FRESH_SEED not in EXTRA_SEEDS and SEED not in EXTRA_SEEDS and "s01@100 " in extra[1].name
 
 
 def test_packets_make_a_cut_below_one_packet_do_nothing() -> None:
@@ -129,6 +141,7 @@ def test_the_table_and_the_safety_property() -> None:
     text = table(rows)
     assert "policy where hindsight ok" in text and "held-out" in text and "cost to the others" in text
     assert len(text.splitlines()) >= 12 + 10
+    assert table(rows, per_scenario=False).splitlines()[1:] == text.splitlines()[1 + len(rows) :]
     figures = summary(rows)
     assert figures["scenarios"] == 12
     assert figures["policy_below_min_share"] == 0  # the policy never takes another pool below its share
