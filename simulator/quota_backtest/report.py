@@ -74,26 +74,29 @@ def table(rows: Sequence[Row], per_scenario: bool = True) -> str:
         slow = "-" if o.hi_slowdown is None else f"{o.hi_slowdown:.2f}x"
         return f"{slow}{' ok' if o.ok else ''}{'' if o.min_share_kept else ' <min'}"
 
-    lines = [
-        f"{'scenario':<32} {'cong':>4} {'static':>12} {'policy':>12} {'hindsight':>12}   policy's weights",
-    ]
+    lines = (
+        [f"{'scenario':<32} {'cong':>4} {'static':>12} {'policy':>12} {'hindsight':>12}   policy's weights"]
+        if per_scenario
+        else []
+    )
     for r in rows if per_scenario else ():
         lines.append(
             f"{r.scenario.name:<32} {r.static.congested_links:>4} {mark(r.static):>12} {mark(r.policy):>12} "
             f"{mark(r.hindsight):>12}   {r.policy.weights.split(',4:')[0]} ({r.policy.changes} changes)"
         )
+    if per_scenario:
+        lines.append("")
     lines += [
-        "",
         "priority job within 10% of alone and every other pool at its minimum share (scenarios)",
-        f"{'set':<10} {'n':>3} {'congested':>9} {'static':>12} {'policy':>12} {'hindsight':>12} "
+        f"{'set':<10} {'n':>4} {'congested':>9} {'static':>14} {'policy':>14} {'hindsight':>14} "
         f"{'policy where hindsight ok':>26} {'policy <min share':>18}",
     ]
     for name, subset in by_split(rows):
         s = summary(subset)
         total = int(str(s["scenarios"]))
         lines.append(
-            f"{name:<10} {total:>3} {s['congested']!s:>9} {_share(int(str(s['static_ok'])), total):>12} "
-            f"{_share(int(str(s['policy_ok'])), total):>12} {_share(int(str(s['hindsight_ok'])), total):>12} "
+            f"{name:<10} {total:>4} {s['congested']!s:>9} {_share(int(str(s['static_ok'])), total):>14} "
+            f"{_share(int(str(s['policy_ok'])), total):>14} {_share(int(str(s['hindsight_ok'])), total):>14} "
             f"{_share(int(str(s['policy_ok_where_hindsight_ok'])), int(str(s['hindsight_ok']))):>26} "
             f"{s['policy_below_min_share']!s:>18}"
         )
