@@ -1,10 +1,11 @@
 """The quota backtest's table over the scenario family, and how long it took (docs/quota_backtest.md).
 
-    python -m benchmarks.quota_backtest [--count 60]
+    python -m benchmarks.quota_backtest [--set dev|held-out|fresh|extra|all] [--count 60] [--fresh 80]
 
 Per scenario: the priority job's iteration time over alone with static weights, the policy and the best
 fixed weights in hindsight (`ok`: within 10% and every other pool at its minimum share; `<min`: a pool
-fell below it); then the shares per set (development, held-out, all) and the cost to the others.
+fell below it); then the shares per set (development, held-out, fresh held-out, all) and the cost to the
+others. `--set extra` runs the 1,200 extra development scenarios (seeds 100-119; minutes, not in "all").
 """
 
 from __future__ import annotations
@@ -13,19 +14,24 @@ import argparse
 import sys
 import time
 
-from simulator.quota_backtest import backtest, family, table
+from simulator.quota_backtest import backtest, table
 from simulator.quota_backtest.backtest import GRID_HIGH, GRID_OTHERS
+from simulator.quota_backtest.scenarios import SPLITS, pick
 
 
 def main(argv: list[str]) -> int:
     """Print the table and the elapsed time."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.quota_backtest")
-    parser.add_argument("--count", type=int, default=60)
-    parser.add_argument("--seed", type=int, default=19)
+    parser.add_argument("--set", choices=(*SPLITS, "all"), default="all")
+    parser.add_argument(
+        "--count", type=int, default=60, help="scenarios from each seed but the fresh one (60)"
+    )
+    parser.add_argument("--fresh", type=int, default=None, help="scenarios of the fresh set (80)")
+    parser.add_argument("--summary", action="store_true", help="the summary only, no line per scenario")
     args = parser.parse_args(argv)
     started, cpu = time.perf_counter(), time.process_time()
-    rows = backtest(family(args.count, args.seed))
-    print(table(rows))
+    rows = backtest(pick(args.set, args.count, args.fresh))
+    print(table(rows, per_scenario=not args.summary))
     tables = len(GRID_HIGH) * len(GRID_OTHERS)
     print(
         f"\n{len(rows)} scenarios, each static + policy + {tables} hindsight tables, in "

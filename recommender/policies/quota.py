@@ -11,14 +11,18 @@ Pure logic over `Signals` (no I/O, no clock: time is `signals.taken_at`). Rules:
 3. Held for `persistence_seconds`, and no quota proposal within `cooldown_seconds`, on the stalled link
    where H's VL waits most:
    - H shares a VL with a lower pool: move H's port group to an SL on a VL of its own;
-   - otherwise raise H's VL weight and lower the others' in steps of at most `max_step`, never below a
-     `min_share` of the link for any VL with traffic, by the least that the weighted max-min prediction
-     says gives H its demand (offered load of its ports); nothing when the weights already do. The
-     prediction takes the worse of two readings of the weights (byte-exact, and whole packets a turn:
-     `arbitration_unit`) and a congested link's capacity as what it measurably sends (credit stalls);
-     the minimum share is kept under both readings, against that capacity, for every lower pool (a VL
-     that carries two of them keeps two shares), with `min_share_margin` to spare (head-of-line blocking
-     takes from a lower VL some of what its weight gives it).
+   - otherwise raise H's VL weight and lower the lower pools' VLs there by the least step that the
+     weighted max-min prediction says gives H its demand (offered load of its ports), else the largest
+     that still helps; nothing when the weights already do. A step is at most `max_step`, or the raise
+     that sends H one more packet a turn. The arbitration is not observed, so weights are read two ways
+     (byte exact, whole `arbitration_unit`s a turn) and a lower VL that the port shows not waiting may
+     want nothing more: a step must give H 1% more under one reading and lose under none (by 1%); the
+     target is judged on the worst. A congested link's capacity is what it measurably sends (credit stalls).
+   - the floors: the table is fabric-wide, so on every switch port, under both readings, each lower
+     pool that may cross it (hosts under it) keeps `min_share` of the port's
+     rate, against the acted-on link's measured throughput, times `min_share_margin` (a port sends less
+     as its load grows, head-of-line blocking takes from a lower VL); a VL of two such pools keeps two.
+     A lowered VL may get weight back, up to a whole packet more than it had, to keep them.
 4. A pool whose nodes' GPU load surges (`surge_delta` over its calm baseline on `surge_fraction` of its
    nodes) while its ports wait on a shared congested link moves to the SL of the top pool on that link.
 Missing signals (links, nodes, qos, pools) mean no proposal: `QuotaDecision.missing` says which.
@@ -57,7 +61,7 @@ class QuotaParams:
     arbitration_unit: int = 64  # weight units a VL sends at least a turn: one 4 KiB packet (MTU / 64 B)
     max_step: int = 32
     min_share: float = 0.1
-    min_share_margin: float = 1.0  # weights keep this much more than min_share (1: exactly min_share)
+    min_share_margin: float = 1.1  # floors keep 10% more than min_share (a port sends less as load grows)
     target_tolerance: float = 0.02
     persistence_seconds: float = 120.0
     cooldown_seconds: float = 600.0
@@ -334,21 +338,26 @@ class QuotaPolicy:
         vl_top = qos.vl_of(top)
         assert vl_top is not None
         cap = self.usable(link)
-        base = p.min_share * p.min_share_margin * link.rate_bytes_per_second / cap
-        sharing = {vl: sum(1 for x in link.pools if qos.vl_of(x) == vl) for vl in low_vls}
-        floor = {vl: min(0.45, base * max(1, n)) for vl, n in sharing.items()}  # every pool, not every VL
+        floors = self._floors(signals, qos, top, link)
         need = self.demand(signals, top, cap)
         weights = effective_weights(qos)
         demands = {vl_top: need, **dict.fromkeys(low_vls, INF)}
         before = self.predict(cap, demands, weights)
-        if need <= 0 or before[vl_top] >= (1 - p.target_tolerance) * need:
+        target = (1 - p.target_tolerance) * need
+        if need <= 0 or before[vl_top] >= target:
             notes.append(f"{link.key}: the weights already give {top} its demand")
             return None
         new = dict(weights)
-        for k in range(1, p.max_step + 1):
-            new = self._step(weights, vl_top, low_vls, k, floor)
-            if self.predict(cap, demands, new)[vl_top] >= (1 - p.target_tolerance) * need:
-                break
+        seen = {**demands, **dict.fromkeys(self._satisfied(link, low_vls), 0.0)}
+        now = self.readings(cap, (demands, seen), weights, vl_top)
+        w_top = weights.get(vl_top, 0)
+        reach = max(p.max_step, self._whole(w_top) + 1 - w_top)  # or one more packet a turn
+        for k in range(1, reach + 1):  # the least step that gives `top` its demand, else the largest
+            step = self._step(weights, vl_top, low_vls, k, floors)
+            if step is not None and self._gains(self.readings(cap, (demands, seen), step, vl_top), now):
+                new = step
+                if self.predict(cap, demands, new)[vl_top] >= target:
+                    break
         if new == weights:
             notes.append(f"{link.key}: no weight step left within the bounds (min share {p.min_share})")
             return None
@@ -368,7 +377,7 @@ class QuotaPolicy:
                 f"{after[qos.vl_of(x) or 0] / cap:.3f}"
                 for x in low_pools
             )
-            + f"; every VL keeps >= {p.min_share:.2f}"
+            + f"; every lower pool keeps >= {p.min_share:.2f} of every switch port it may cross"
         )
         return self._proposal(signals, "set_vl_weights", changes, evidence, effect)
 
@@ -387,6 +396,32 @@ class QuotaPolicy:
         packets = weighted_fill(capacity, demands, self.per_turn(weights))
         return {vl: min(exact[vl], packets[vl]) for vl in demands}
 
+    def readings(
+        self,
+        capacity: float,
+        cases: tuple[Mapping[int, float], ...],
+        weights: Mapping[int, int],
+        vl: int,
+    ) -> tuple[float, ...]:
+        """`vl`'s share under each reading of the weights (byte exact, whole packets a turn) for each case
+        of the other VLs' demands."""
+        served = (weights, self.per_turn(weights))
+        return tuple(weighted_fill(capacity, d, w)[vl] for d in cases for w in served)
+
+    def _satisfied(self, link: LinkSignals, vls: set[int]) -> list[int]:
+        """The VLs among `vls` the port shows not held back (their wait share read, below
+        `port_wait_threshold`): they get what they ask now, no more than their share. A VL not read (a
+        saturated counter, no per-VL counters) is not among them."""
+        waits = link.vl_congestion
+        return [vl for vl in sorted(vls) if vl in waits and waits[vl] < self.params.port_wait_threshold]
+
+    @staticmethod
+    def _gains(after: tuple[float, ...], before: tuple[float, ...]) -> bool:
+        """At least 1% more under one reading and no more than 1% less under any (the arbitration is not
+        observed, nor what a VL that does not wait would take: a change must help whichever holds)."""
+        pairs = list(zip(after, before, strict=True))
+        return all(a >= b * 0.99 for a, b in pairs) and any(a >= b * 1.01 for a, b in pairs)
+
     def usable(self, link: LinkSignals) -> float:
         """What a congested link actually sends (bytes/s): its measured utilization when it waits (credit
         stalls keep a congested link below its rate), else its rate."""
@@ -395,30 +430,89 @@ class QuotaPolicy:
             return max(0.5 * rate, min(rate, link.utilization * rate))
         return rate
 
-    def _floor_ok(self, new: Mapping[int, int], up: int, downs: set[int], floor: Mapping[int, float]) -> bool:
-        for served in (dict(new), self.per_turn(new)):  # both readings of the weights (see `predict`)
-            total = sum(served.get(v, 0) for v in (up, *downs))
-            if any(served.get(vl, 0) < floor[vl] * total for vl in downs if new.get(vl, 0) > 0):
-                return False
+    def _floors(
+        self, signals: Signals, qos: QosSignals, top: str, link: LinkSignals
+    ) -> list[dict[int, float]]:
+        """Per switch port that lower pools may cross (one entry per distinct mix of VLs): the share of
+        the port each VL there must keep, `min_share` of the port's rate for every lower pool it carries
+        (a VL of two keeps two), against what `link` (the congested port acted on) measurably sends: its
+        credit-stall loss is taken as the fabric's (a port that waits on back-pressure from further on
+        sends less without being full, so its own throughput would overstate the loss). 0 for the VLs of
+        `top` and of pools as high. The table is fabric-wide, so every such port counts."""
+        p = self.params
+        scale = link.rate_bytes_per_second / self.usable(link)
+        mixes: set[tuple[tuple[int, int], ...]] = set()
+        for port in signals.links.values():
+            if port.kind != "fabric" or not port.pools:
+                continue
+            count: dict[int, int] = {}
+            for pool in port.pools:
+                vl = qos.vl_of(pool)
+                if vl is not None:
+                    count[vl] = count.get(vl, 0) + (1 if self.rank(pool) < self.rank(top) else 0)
+            if len(count) >= 2 and any(count.values()):
+                mixes.add(tuple(sorted(count.items())))
+        share = p.min_share * p.min_share_margin * scale
+        return [{vl: min(0.45, share * n) for vl, n in mix} for mix in sorted(mixes)]
+
+    def _floor_ok(self, new: Mapping[int, int], floors: list[dict[int, float]]) -> bool:
+        """Whether every port's floors hold under both readings of the weights (see `predict`)."""
+        for served in (dict(new), self.per_turn(new)):
+            for floor in floors:
+                total = sum(served.get(vl, 0) for vl in floor)
+                if any(share > 0 and served.get(vl, 0) < share * total - 1e-9 for vl, share in floor.items()):
+                    return False
         return True
 
+    def _least(self, new: Mapping[int, int], vl: int, floors: list[dict[int, float]]) -> int:
+        """The least weight of `vl` that keeps its floor on every port, the others' weights as in `new`,
+        under both readings: byte exact (w >= f x total) and in whole packets a turn."""
+        unit = max(1, self.params.arbitration_unit)
+        packets = self.per_turn(new)
+        least = 1
+        for floor in floors:
+            share = floor.get(vl, 0.0)
+            if share <= 0:
+                continue
+            others = sum(new.get(u, 0) for u in floor if u != vl)
+            least = max(least, math.ceil(share * others / (1 - share) - 1e-9))
+            turns = math.ceil(
+                share * sum(packets.get(u, 0) for u in floor if u != vl) / (1 - share) / unit - 1e-9
+            )
+            least = max(least, (max(1, turns) - 1) * unit + 1)
+        return least
+
     def _step(
-        self, weights: Mapping[int, int], up: int, downs: set[int], k: int, floor: Mapping[int, float]
-    ) -> dict[int, int]:
-        """Raise `up` by k and lower each of `downs` by up to k, keeping each down VL's share of the link,
-        as arbitration serves it, >= its `floor` (a down VL gives back weight, then `up` gives back its
-        raise, until it does)."""
+        self, weights: Mapping[int, int], up: int, downs: set[int], k: int, floors: list[dict[int, float]]
+    ) -> dict[int, int] | None:
+        """Raise `up` by k and lower each of `downs` by up to k, to the least weights that keep each lower
+        pool's floor on every port (`_floors`) under both readings of the weights; a VL may get weight
+        back up to a whole packet more than it had (a cut below one packet a turn buys nothing where
+        arbitration is packet-granular, while the raise does). None when the floors cannot be kept."""
         new = dict(weights)
         new[up] = min(targets.MAX_WEIGHT, weights.get(up, 0) + k)
-        for vl in sorted(downs):
+        for vl in downs:
             if weights.get(vl, 0) > 0:
                 new[vl] = max(1, weights[vl] - k)
-        for vl in sorted(downs):
-            while new.get(vl, 0) < weights.get(vl, 0) and not self._floor_ok(new, up, downs, floor):
-                new[vl] += 1
-        while new[up] > weights.get(up, 0) and not self._floor_ok(new, up, downs, floor):
-            new[up] -= 1
-        return new
+        bounded = sorted({vl for floor in floors for vl, share in floor.items() if share > 0})
+        for _ in range(32):  # raising one VL raises the others' totals: repeat until none moves
+            moved = False
+            for vl in bounded:
+                least = self._least(new, vl, floors)
+                if least > new.get(vl, 0):
+                    if least > max(
+                        weights.get(vl, 0), min(targets.MAX_WEIGHT, self._whole(weights.get(vl, 0)))
+                    ):
+                        return None
+                    new[vl], moved = least, True
+            if not moved:
+                break
+        return new if self._floor_ok(new, floors) else None
+
+    def _whole(self, weight: int) -> int:
+        """The least whole number of `arbitration_unit`s at or above `weight` (one packet at least)."""
+        unit = max(1, self.params.arbitration_unit)
+        return unit * max(1, math.ceil(weight / unit))
 
     @staticmethod
     def _changes(qos: QosSignals, old: Mapping[int, int], new: Mapping[int, int]) -> list[Change]:

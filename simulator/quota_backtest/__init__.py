@@ -5,7 +5,8 @@ from simulator.quota_backtest import backtest, family, table
 print(table(backtest(family(60))))          # python -m simulator.quota_backtest; benchmarks/quota_backtest.py
 ```
 
-`scenarios` draws the family (seeded; even indices the development set, odd the held-out set),
+`scenarios` draws the family (seeded; even indices the development set, odd the first held-out set, a
+second seed the fresh held-out set, twenty more seeds extra development scenarios),
 `counters` gives the policy only what Prometheus would show (port and per-VL counters, pools, GPU
 utilization, the QoS tables), `backtest` replays a scenario with static weights, with the policy and with
 the best fixed weights in hindsight, `report` makes the table. The model shares links with the same
@@ -16,7 +17,7 @@ docs/quota_backtest.md has the method and the figures.
 
 from simulator.quota_backtest.backtest import HINDSIGHT, POLICY, STATIC, Outcome, hindsight, run
 from simulator.quota_backtest.report import Row, backtest, summary, table
-from simulator.quota_backtest.scenarios import QuotaScenario, family, scenario
+from simulator.quota_backtest.scenarios import QuotaScenario, family, fresh, pick, scenario
 
 __all__ = [
     "HINDSIGHT",
@@ -27,7 +28,9 @@ __all__ = [
     "Row",
     "backtest",
     "family",
+    "fresh",
     "hindsight",
+    "pick",
     "run",
     "scenario",
     "summary",

@@ -2,7 +2,8 @@
 
 Between two snapshots the counters the exporters expose give what the recording rules compute: per port
 (HCA and switch) the wait share `rate(PortXmitWait) * tick bytes / link rate`, the utilization
-`rate(PortXmitData) / link rate`, the same wait share per VL; the switch cabling as `ibpool_fabric_link_info`
+`rate(PortXmitData) / link rate`, the same wait share per VL (every VL of a switch port, 0 where it did not
+wait, as the fabric exporter serves a series per port and VL); the switch cabling as `ibpool_fabric_link_info`
 has it; pools, node states and each node's GPU utilization as the scheduler and node exporters report them;
 the QoS tables as OpenSM has them. No flow, demand or bottleneck of the model goes into the signals: the
 policy sees what a live recommender would. The text exposition is skipped (`recommender.signals.assemble`
@@ -18,6 +19,7 @@ from recommender.signals.assemble import assemble
 from recommender.signals.model import QosSignals, Signals
 from recommender.signals.raw import LinkInfo, PortReading, RawData
 from simulator.cluster.model import ClusterModel
+from simulator.cluster.spec import VL_COUNT
 
 SOURCE = "counters"
 
@@ -94,11 +96,11 @@ def signals(model: ClusterModel, before: Snapshot, start_unix: float = 1.7e9) ->
         i = port.index
         sent = (after.xmit_bytes[i] - before.xmit_bytes[i]) / window
         waited = (after.xmit_wait[i] - before.xmit_wait[i]) / window
-        vls: dict[int, float] = {}
+        hca = port.kind == "hca"
+        vls: dict[int, float] = {} if hca else dict.fromkeys(range(VL_COUNT), 0.0)
         for vl, value in enumerate(after.vl_wait.get(i, ())):
             earlier = before.vl_wait.get(i, (0.0,) * (vl + 1))[vl]
             vls[vl] = (value - earlier) / window * tick / capacity
-        hca = port.kind == "hca"
         raw.ports.append(
             PortReading(
                 kind="hca" if hca else "fabric",
@@ -108,7 +110,7 @@ def signals(model: ClusterModel, before: Snapshot, start_unix: float = 1.7e9) ->
                 congestion=waited * tick / capacity,
                 utilization=sent / capacity,
                 saturated=False,
-                vl_congestion={vl: v for vl, v in vls.items() if v > 0},
+                vl_congestion={vl: v for vl, v in vls.items() if v > 0 or not hca},
                 rate_bytes_per_second=capacity,
             )
         )

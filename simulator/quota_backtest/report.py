@@ -1,10 +1,10 @@
 """The backtest over the family: per scenario the three strategies, then the table the issue asks for.
 
 Success on a scenario: the priority job within 10% of its time alone and every other pool at its minimum
-share throughout (`Outcome.ok`). The table gives, per set (development, held-out, all): the share of
-scenarios each strategy succeeds on; where the best fixed weights in hindsight succeed, the share the
-policy succeeds on too (target >= 90%); how often the policy took another pool below its minimum share
-(target 0); and the cost to the others (their jobs' mean slowdown under each strategy).
+share throughout (`Outcome.ok`). The table gives, per set (development, held-out, fresh held-out, all):
+the share of scenarios each strategy succeeds on; where the best fixed weights in hindsight succeed, the
+share the policy succeeds on too (target >= 90%); how often the policy took another pool below its
+minimum share (target 0); and the cost to the others (their jobs' mean slowdown under each strategy).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from simulator.quota_backtest.backtest import HINDSIGHT, POLICY, STATIC, Outcome, hindsight, run
-from simulator.quota_backtest.scenarios import DEV, HELD_OUT, QuotaScenario
+from simulator.quota_backtest.scenarios import SPLITS, QuotaScenario
 
 
 @dataclass(frozen=True)
@@ -61,37 +61,42 @@ def summary(rows: Sequence[Row]) -> dict[str, object]:
     }
 
 
-def table(rows: Sequence[Row]) -> str:
-    """The per-scenario lines and the summary table."""
+def by_split(rows: Sequence[Row]) -> list[tuple[str, list[Row]]]:
+    """The rows of each split present (in `SPLITS` order), then all of them."""
+    sets = [(name, [r for r in rows if r.scenario.split == name]) for name in SPLITS]
+    return [(name, subset) for name, subset in sets if subset] + [("all", list(rows))]
+
+
+def table(rows: Sequence[Row], per_scenario: bool = True) -> str:
+    """The per-scenario lines (unless `per_scenario` is False) and the summary table."""
 
     def mark(o: Outcome) -> str:
         slow = "-" if o.hi_slowdown is None else f"{o.hi_slowdown:.2f}x"
         return f"{slow}{' ok' if o.ok else ''}{'' if o.min_share_kept else ' <min'}"
 
-    lines = [
-        f"{'scenario':<32} {'cong':>4} {'static':>12} {'policy':>12} {'hindsight':>12}   policy's weights",
-    ]
-    for r in rows:
+    lines = (
+        [f"{'scenario':<32} {'cong':>4} {'static':>12} {'policy':>12} {'hindsight':>12}   policy's weights"]
+        if per_scenario
+        else []
+    )
+    for r in rows if per_scenario else ():
         lines.append(
             f"{r.scenario.name:<32} {r.static.congested_links:>4} {mark(r.static):>12} {mark(r.policy):>12} "
             f"{mark(r.hindsight):>12}   {r.policy.weights.split(',4:')[0]} ({r.policy.changes} changes)"
         )
+    if per_scenario:
+        lines.append("")
     lines += [
-        "",
         "priority job within 10% of alone and every other pool at its minimum share (scenarios)",
-        f"{'set':<10} {'n':>3} {'congested':>9} {'static':>12} {'policy':>12} {'hindsight':>12} "
+        f"{'set':<10} {'n':>4} {'congested':>9} {'static':>14} {'policy':>14} {'hindsight':>14} "
         f"{'policy where hindsight ok':>26} {'policy <min share':>18}",
     ]
-    for name, subset in (
-        (DEV, [r for r in rows if r.scenario.split == DEV]),
-        (HELD_OUT, [r for r in rows if r.scenario.split == HELD_OUT]),
-        ("all", list(rows)),
-    ):
+    for name, subset in by_split(rows):
         s = summary(subset)
         total = int(str(s["scenarios"]))
         lines.append(
-            f"{name:<10} {total:>3} {s['congested']!s:>9} {_share(int(str(s['static_ok'])), total):>12} "
-            f"{_share(int(str(s['policy_ok'])), total):>12} {_share(int(str(s['hindsight_ok'])), total):>12} "
+            f"{name:<10} {total:>4} {s['congested']!s:>9} {_share(int(str(s['static_ok'])), total):>14} "
+            f"{_share(int(str(s['policy_ok'])), total):>14} {_share(int(str(s['hindsight_ok'])), total):>14} "
             f"{_share(int(str(s['policy_ok_where_hindsight_ok'])), int(str(s['hindsight_ok']))):>26} "
             f"{s['policy_below_min_share']!s:>18}"
         )
@@ -100,12 +105,8 @@ def table(rows: Sequence[Row]) -> str:
         "cost to the others (their jobs' mean slowdown against alone, congested scenarios)",
         f"{'set':<10} {STATIC:>10} {POLICY:>10} {HINDSIGHT:>10}",
     ]
-    congested = [r for r in rows if r.static.congested_links > 0]
-    for name, subset in (
-        (DEV, [r for r in congested if r.scenario.split == DEV]),
-        (HELD_OUT, [r for r in congested if r.scenario.split == HELD_OUT]),
-        ("all", congested),
-    ):
+    for name, every in by_split(rows):
+        subset = [r for r in every if r.static.congested_links > 0]
         lines.append(
             f"{name:<10} {_mean([r.static.others_slowdown for r in subset]):>10} "
             f"{_mean([r.policy.others_slowdown for r in subset]):>10} "

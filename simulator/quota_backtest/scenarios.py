@@ -6,8 +6,10 @@ low ones sharing VL 0), each running one multi-node job over 2 to 4 leaves so th
 uplinks (one to three of them congest); the high-priority job's message pattern from compute-bound to
 chatty (5 to 100 ms of compute, 1 to 8 GB per all-reduce), the others chatty (2 to 10 ms, 4 to 8 GB); in
 half of them a burst (a low-priority job for ten minutes); the ground truth's effects
-(`simulator.cluster.effects`) at strengths drawn per scenario. Scenarios with an even index form the
-development set (looked at while improving the policy), the odd ones the held-out set.
+(`simulator.cluster.effects`) at strengths drawn per scenario. From seed `SEED`, scenarios with an even
+index form the development set (looked at while improving the policy), the odd ones the first held-out
+set (looked at once, after the first round); `fresh()` draws the second held-out set from `FRESH_SEED` with
+the same generator (the set the final claim is made on, run once at the end: docs/quota_backtest.md).
 """
 
 from __future__ import annotations
@@ -22,7 +24,11 @@ HIGH, MID, LOW, LOW2, BURST = "hi", "mid", "lo", "lo2", "burst"
 CLASSES = {"normal": 0, "high": 1, "mid": 2}
 CLASS_OF = {HIGH: "high", MID: "mid", LOW: "normal", LOW2: "normal", BURST: "normal"}
 PRIORITIES = {HIGH: 2, MID: 1, LOW: 0, LOW2: 0, BURST: 0}
-DEV, HELD_OUT = "dev", "held-out"
+DEV, HELD_OUT, FRESH, EXTRA = "dev", "held-out", "fresh", "extra"
+SPLITS = (DEV, HELD_OUT, FRESH, EXTRA)
+SEED = 19  # the development and first held-out sets
+FRESH_SEED, FRESH_COUNT = 8191, 80  # the second held-out set: seeds never used before it was declared
+EXTRA_SEEDS = tuple(range(100, 120))  # more development scenarios (60 a seed), checked for safety
 WORK_SECONDS = 36_000.0  # jobs outlast the run
 BURST_AT, BURST_SECONDS = 600.0, 600.0
 
@@ -55,19 +61,18 @@ class QuotaScenario:
     credit_stall: float
     hol_blocking: float
     burst: bool
+    split: str = DEV  # DEV, HELD_OUT, FRESH or EXTRA
+    seed: int = SEED
 
     @property
     def name(self) -> str:
-        """`s07 3x8 3:1 hi/lo burst`."""
+        """`s07 3x8 3:1 hi/lo burst` (`f07 ..` in the fresh set, `s07@105 ..` from an extra seed)."""
         over = f"{self.oversubscription:g}:1"
-        return f"s{self.index:02d} {self.leaves}x{self.hosts_per_leaf} {over} {'/'.join(self.pools)}" + (
+        label = f"{'f' if self.split == FRESH else 's'}{self.index:02d}"
+        label += f"@{self.seed}" if self.split == EXTRA else ""
+        return f"{label} {self.leaves}x{self.hosts_per_leaf} {over} {'/'.join(self.pools)}" + (
             " burst" if self.burst else ""
         )
-
-    @property
-    def split(self) -> str:
-        """DEV (even index) or HELD_OUT (odd)."""
-        return DEV if self.index % 2 == 0 else HELD_OUT
 
     def spec(self, vlarb_low: tuple[tuple[int, int], ...] | None = None) -> ClusterSpec:
         """The cluster, with the default VL arbitration (every data VL at 64) unless given."""
@@ -125,8 +130,9 @@ class _Placer:
         return tuple(out)
 
 
-def scenario(index: int, seed: int = 19) -> QuotaScenario:
-    """Scenario `index` of the family (the same index and seed give the same scenario).
+def scenario(index: int, seed: int = SEED) -> QuotaScenario:
+    """Scenario `index` of the family (the same index and seed give the same scenario). Its split: from
+    `SEED`, DEV for an even index and HELD_OUT for an odd one; FRESH from `FRESH_SEED`; EXTRA otherwise.
 
     Every job is its pool's only job and holds all its pool's nodes, spread round-robin over the leaves
     the scenario uses, so its ring crosses their uplinks (the scheduler fills a pool in node order).
@@ -186,9 +192,32 @@ def scenario(index: int, seed: int = 19) -> QuotaScenario:
         credit_stall=rng.choice((0.0, 0.1, 0.2, 0.3)),
         hol_blocking=rng.choice((0.0, 0.3, 0.6)),
         burst=burst,
+        split=(DEV if index % 2 == 0 else HELD_OUT)
+        if seed == SEED
+        else FRESH
+        if seed == FRESH_SEED
+        else EXTRA,
+        seed=seed,
     )
 
 
-def family(count: int = 60, seed: int = 19) -> list[QuotaScenario]:
+def family(count: int = 60, seed: int = SEED) -> list[QuotaScenario]:
     """The first `count` scenarios of the family."""
     return [scenario(i, seed) for i in range(count)]
+
+
+def fresh(count: int = FRESH_COUNT) -> list[QuotaScenario]:
+    """The second held-out set: the first `count` scenarios drawn from `FRESH_SEED`."""
+    return family(count, FRESH_SEED)
+
+
+def pick(split: str, count: int = 60, fresh_count: int | None = None) -> list[QuotaScenario]:
+    """The scenarios of one split, or of DEV, HELD_OUT and FRESH ("all"): the first `count` of the family
+    from `SEED`, the first `fresh_count` (default `FRESH_COUNT`) of the fresh set, the first `count` from
+    each of `EXTRA_SEEDS` (EXTRA, not in "all": 1,200 scenarios take minutes)."""
+    out = [s for s in family(count) if split in ("all", s.split)]
+    if split in ("all", FRESH):
+        out += fresh(FRESH_COUNT if fresh_count is None else fresh_count)
+    if split == EXTRA:
+        out += [s for seed in EXTRA_SEEDS for s in family(count, seed)]
+    return out

@@ -17,7 +17,9 @@ from simulator.quota_backtest import (
     STATIC,
     backtest,
     family,
+    fresh,
     hindsight,
+    pick,
     run,
     scenario,
     summary,
@@ -25,7 +27,16 @@ from simulator.quota_backtest import (
 )
 from simulator.quota_backtest.backtest import WITHIN
 from simulator.quota_backtest.counters import signals, snapshot
-from simulator.quota_backtest.scenarios import DEV, HELD_OUT
+from simulator.quota_backtest.scenarios import (
+    DEV,
+    EXTRA,
+    EXTRA_SEEDS,
+    FRESH,
+    FRESH_COUNT,
+    FRESH_SEED,
+    HELD_OUT,
+    SEED,
+)
 
 
 def _shared(**fabric: object) -> ClusterModel:
@@ -49,6 +60,21 @@ def test_the_family_covers_what_the_issue_asks() -> None:
     assert any(s.arbitration_packets for s in scenarios) and any(s.hol_blocking for s in scenarios)
     assert len({(j.compute_seconds, j.allreduce_bytes) for s in scenarios for j in s.jobs}) >= 10
     assert scenario(7) == scenario(7) and scenario(7) != scenario(8)
+
+
+def test_the_fresh_held_out_set_is_a_second_seed_of_the_same_generator() -> None:
+    scenarios = fresh()
+    assert FRESH_SEED != SEED and len(scenarios) == FRESH_COUNT >= 60
+    assert {s.split for s in scenarios} == {FRESH} and all(s.name.startswith("f") for s in scenarios)
+    assert scenarios[5] == scenario(5, FRESH_SEED) and scenarios[5].split == FRESH
+    assert [s.jobs for s in scenarios[:10]] != [s.jobs for s in family(10)]  # not the first family again
+    assert {s.oversubscription for s in scenarios} == {1.0, 2.0, 3.0, 4.0}
+    assert [s.split for s in pick(DEV, 6)] == [DEV] * 3
+    assert [s.split for s in pick(FRESH, 6, 2)] == [FRESH] * 2
+    assert [s.split for s in pick("all", 4, 1)] == [DEV, HELD_OUT, DEV, HELD_OUT, FRESH]
+    extra = pick(EXTRA, 2)
+    assert len(extra) == 2 * len(EXTRA_SEEDS) and {s.split for s in extra} == {EXTRA}
+    assert FRESH_SEED not in EXTRA_SEEDS and SEED not in EXTRA_SEEDS and "s01@100 " in extra[1].name
 
 
 def test_packets_make_a_cut_below_one_packet_do_nothing() -> None:
@@ -90,7 +116,8 @@ def test_the_policy_sees_counters_only() -> None:
     assert uplink.kind == "fabric" and set(uplink.pools) == {"hi", "lo"}
     tx = max(model.fabric.wait, key=lambda c: model.fabric.wait[c])
     assert uplink.congestion == pytest.approx(model.fabric.wait[tx], rel=1e-6)  # the wait counter's rate
-    assert uplink.vl_congestion and set(uplink.vl_congestion) <= {0, 1}
+    assert {vl for vl, wait in uplink.vl_congestion.items() if wait > 0} == {0, 1}
+    assert set(uplink.vl_congestion) == set(range(8))  # a switch port's VLs read 0 where none waited
     assert view.qos is not None and view.qos.pool_sl == {"hi": 1, "lo": 0}
     assert not view.missing
     with pytest.raises(ValueError):
@@ -114,6 +141,7 @@ def test_the_table_and_the_safety_property() -> None:
     text = table(rows)
     assert "policy where hindsight ok" in text and "held-out" in text and "cost to the others" in text
     assert len(text.splitlines()) >= 12 + 10
+    assert table(rows, per_scenario=False).splitlines() == text.splitlines()[2 + len(rows) :]
     figures = summary(rows)
     assert figures["scenarios"] == 12
     assert figures["policy_below_min_share"] == 0  # the policy never takes another pool below its share
