@@ -38,7 +38,7 @@ from recommender.signals.source import SignalSource
 log = logging.getLogger(__name__)
 
 DEFAULT_DB = Path("/var/lib/ibpool/ibpool.db")
-DEFAULT_LISTEN = ":9481"
+DEFAULT_LISTEN = ":9473"  # after the node (9470), fabric (9471) and scheduler (9472) exporters
 
 
 @dataclass(frozen=True)
