@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from foundation.exposition import MetricSpec
@@ -39,3 +43,19 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, interval: flo
             return False
         time.sleep(interval)
     return True
+
+
+@contextmanager
+def mounted_tmpfs(size: str, prefix: str) -> Iterator[Path]:
+    """A tmpfs of `size` (e.g. `64k`) mounted on a new directory, unmounted after (needs root; skips the
+    test where it cannot mount)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=False)
+    if mounted.returncode != 0:
+        path.rmdir()
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "--lazy", str(path)], check=True)  # even with files open
+        path.rmdir()

@@ -18,6 +18,7 @@ import pytest
 from proposals import approval
 from proposals.errors import StoreDamagedError, StoreError
 from proposals.store import Store
+from tests.helpers import mounted_tmpfs
 from tests.proposals.factory import move_doc, open_store, proposal
 
 REPO = Path(__file__).resolve().parents[2]
@@ -130,16 +131,8 @@ def test_read_commands_work_on_a_read_only_file_in_a_read_only_directory(world_r
 @pytest.fixture
 def read_only_mount() -> Iterator[Path]:
     """A small tmpfs that the test remounts read-only."""
-    path = Path(tempfile.mkdtemp(prefix="ibpool-rofs-"))
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(path)], check=False)
-    if mounted.returncode != 0:
-        path.rmdir()
-        pytest.skip("cannot mount a tmpfs here")
-    try:
+    with mounted_tmpfs("4m", "ibpool-rofs-") as path:
         yield path
-    finally:
-        subprocess.run(["umount", "--lazy", str(path)], check=True)  # even with files open
-        path.rmdir()
 
 
 @as_root

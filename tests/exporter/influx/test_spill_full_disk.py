@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,7 @@ from exporter.influx.spill import SpillQueue
 from foundation.exposition import render
 from tests.exporter.influx.test_buffer import Clock, chunk, stamps, take
 from tests.exporter.influx.test_spill import drain, rec, segments
+from tests.helpers import mounted_tmpfs
 
 
 class FullDisk:
@@ -154,16 +153,8 @@ def tiny_disk() -> Iterator[Path]:
     """A 64 KiB tmpfs (needs root)."""
     if os.getuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
-    path = Path(tempfile.mkdtemp(prefix="ibpool-full-"))
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(path)], check=False)
-    if mounted.returncode != 0:
-        path.rmdir()
-        pytest.skip("cannot mount a tmpfs here")
-    try:
+    with mounted_tmpfs("64k", "ibpool-full-") as path:
         yield path
-    finally:
-        subprocess.run(["umount", "--lazy", str(path)], check=True)  # even with files open
-        path.rmdir()
 
 
 def test_a_real_full_disk_leaves_only_the_segments_the_queue_holds(tiny_disk: Path) -> None:
