@@ -30,7 +30,7 @@ from demo.scenario import WAIT_TICK_BYTES, ScriptedEvent, demo_model, scripted
 from demo.series import SeriesRecorder, TappedSource
 from demo.settings import HIGH_POOL, Timings
 from postmortem.changes import describe
-from postmortem.model import clock
+from postmortem.model import clock, clock_text
 from proposals.approval_config import ApprovalConfig, load_approval_config
 from proposals.states import APPROVED
 from proposals.store import Store
@@ -135,7 +135,7 @@ class Loop:
     def emit(self, kind: str, summary: str, **detail: Any) -> None:
         """One timeline event and one progress line (on the run's clock)."""
         self.run_dir.event(Event(self.model.now, rfc3339(self.now()), kind, summary, detail))
-        self.say(f"[{clock(self.now())}] {kind:<9} {summary}")
+        self.say(f"[{clock(self.now())}] {kind:<9} {clock_text(summary)}")
 
     # --- the run ---------------------------------------------------------------------------------
 

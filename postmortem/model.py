@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -126,6 +127,15 @@ def clock(unix: float) -> str:
     """How every time is shown, in the report and on the demo's console: `2026-12-03 06:35 UTC` style,
     on the run's own clock (a demo's simulated time, a live system's UTC)."""
     return datetime.fromtimestamp(unix, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+_RFC3339 = re.compile(r"\b(\d{4}-\d\d-\d\d)T(\d\d:\d\d):\d\d(?:\.\d+)?Z\b")
+
+
+def clock_text(text: str) -> str:
+    """`text` with every RFC 3339 UTC time in it (as the proposal store writes them into its messages)
+    shown the way `clock` shows times, so one report never mixes two formats."""
+    return _RFC3339.sub(r"\1 \2", text)
 
 
 def duration_text(seconds: float) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from postmortem import report_alerts, report_changes, report_twin
 from postmortem.effects import measure
 from postmortem.links import LinkSettings
-from postmortem.model import FAULT_WORDS, Effect, Event, Point, RunData, clock
+from postmortem.model import FAULT_WORDS, Effect, Event, Point, RunData, clock, clock_text
 from postmortem.report_changes import fmt
 from postmortem.svg import MARKER_COLORS, line_chart
 
@@ -170,7 +170,7 @@ def _section_faults(events: list[Event]) -> str:
             rows.append(
                 f"<tr><td class=num>{index}</td><td class=time>{clock(event.at)}</td>"
                 f'<td class="k-{escape(event.kind)}">{escape(event.kind)}</td>'
-                f"<td>{escape(event.summary)}</td></tr>"
+                f"<td>{escape(clock_text(event.summary))}</td></tr>"
             )
     return (
         head + f"<p>{len(groups)} burst(s) (events less than {BURST_GAP_S / 60:g} minutes apart are one "
@@ -187,7 +187,7 @@ def _section_timeline(events: list[Event]) -> str:
     rows = "".join(
         f'<tr class="ev ev-{escape(e.kind)}"><td class=time>{clock(e.at)}</td>'
         f'<td class="k-{escape(e.kind)}">{escape(e.kind)}</td>'
-        f"<td>{escape(e.summary)}</td></tr>"
+        f"<td>{escape(clock_text(e.summary))}</td></tr>"
         for e in events
     )
     counts = ", ".join(
