@@ -8,7 +8,7 @@ and blast-radius limits (demo/approval.yaml) are not. What is compressed, and wh
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from recommender.policies.quota import QuotaParams
 from recommender.policies.rebalance import RebalanceParams
@@ -62,24 +62,5 @@ DEFAULT = Timings(
     ),
 )
 
-FAST = Timings(
-    name="fast",
-    duration_seconds=6 * 3600.0,
-    cycle_seconds=600.0,
-    sample_seconds=60.0,
-    status_every=6,
-    effect_window_seconds=3600.0,
-    start_hour=6.0,
-    episode_at=1800.0,
-    episode_work_seconds=3600.0,
-    fault_at=3 * 3600.0,
-    quota=_quota(persistence=600.0, cooldown=1200.0),
-    rebalance=RebalanceParams(
-        cycle_min=10.0,
-        drain_min=10.0,
-        reclaim_min=10.0,  # the simulated Slurm side drains only: a reclaim would not be faster here
-        reversal_min=60.0,
-        moves_per_pool_day=8.0,
-        history_min=120.0,
-    ),
-)
+# The first six hours of the same day, the fault three hours in.
+FAST = replace(DEFAULT, name="fast", duration_seconds=6 * 3600.0, fault_at=3 * 3600.0)
