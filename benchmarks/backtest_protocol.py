@@ -5,7 +5,8 @@ Items, all from the shared trace's first nine days (May 10 has no jobs):
 - the whole trace, scored from the start;
 - stress variants scored over their whole span: pending x2, pending x3, roles swapped, roles swapped with
   pending x2, and the days shuffled in 3-day blocks (order 3, 1, 2);
-- with `--held-out`, the held-out busier items (run only for a round's final report).
+- with `--held-out`, the second and third rounds' held-out items (development data since round four);
+- with `--held-out-4`, the round-four held-out items (run once, for that round's final report).
 For each item it prints policy, static, scheduler-native sharing, the budgeted reference plan (the target's
 ceiling), the planner with hindsight, the upper bound at the planner's budget and the unbudgeted bound
 (coverage beyond static, coverage, moves per pool-day, reversals per 30 days, worst p95 and p99 wait
@@ -43,7 +44,9 @@ WITHIN_CEILING = 0.10
 MOVES = 0.5
 REVERSALS_30D = 1.0
 P95, P99 = 1.05, 1.5
-SEEDS = (1001, 1002, 1003)  # held-out shuffles
+SEEDS = (1001, 1002, 1003)  # held-out shuffles (rounds 2-3; development data since round 4)
+SEEDS_4 = (4001, 4002, 4003)  # round-four held-out shuffles
+BUSIER = 2.2  # the later weeks' pending GPU-minutes per day against May 1-10
 
 
 def scaled(trace: Trace, factor: float) -> Trace:
@@ -51,9 +54,10 @@ def scaled(trace: Trace, factor: float) -> Trace:
     return replace(trace, pending=tuple([round(factor * q) for q in s] for s in trace.pending))
 
 
-def swapped(trace: Trace) -> Trace:
-    """Pools ranked by mean demand / capacity; rank i gets the demand of rank n-1-i, scaled to its
-    capacity (running up to its capacity, the rest pending; pending beside idle GPUs kept as pending)."""
+def reassigned(trace: Trace, source_rank: Callable[[int, int], int]) -> Trace:
+    """Pools ranked by mean demand / capacity; rank i gets the demand of rank `source_rank(i, n)`, scaled
+    to its capacity (running up to its capacity, the rest pending; pending beside idle GPUs kept as
+    pending)."""
     n = len(trace.pools)
 
     def load(p: int) -> float:
@@ -61,7 +65,7 @@ def swapped(trace: Trace) -> Trace:
         return sum(r + q for r, q in zip(trace.running[p], trace.pending[p], strict=True)) / cap
 
     order = sorted(range(n), key=lambda p: (load(p), trace.pools[p]))
-    source = {order[i]: order[n - 1 - i] for i in range(n)}
+    source = {order[i]: order[source_rank(i, n)] for i in range(n)}
     running, pending = [], []
     for p in range(n):
         src = source[p]
@@ -74,6 +78,16 @@ def swapped(trace: Trace) -> Trace:
         running.append(run_row)
         pending.append(pend_row)
     return replace(trace, running=tuple(running), pending=tuple(pending))
+
+
+def swapped(trace: Trace) -> Trace:
+    """Roles swapped: the busiest pools get the quietest pools' demand and the reverse."""
+    return reassigned(trace, lambda i, n: n - 1 - i)
+
+
+def rotated(trace: Trace) -> Trace:
+    """Roles rotated by half: rank i gets the demand of rank (i + n // 2) mod n."""
+    return reassigned(trace, lambda i, n: (i + n // 2) % n)
 
 
 def shuffled(trace: Trace) -> Trace:
@@ -117,6 +131,18 @@ def held_out_items(base: Trace) -> list[tuple[str, Trace, int]]:
     out = [("held-out: pending x2, May 8-9", scaled(base, 2.0), 7 * per_day)]
     out += [(f"held-out: days shuffled x2, seed {s}", scaled(days_shuffled(base, s), 2.0), 0) for s in SEEDS]
     out.append(("held-out: swapped x1.5, May 6-9", scaled(swapped(base), 1.5), 5 * per_day))
+    return out
+
+
+def held_out_4_items(base: Trace) -> list[tuple[str, Trace, int]]:
+    """The round-four held-out items of docs/backtest.md (declared before round four; run once)."""
+    per_day = round(1440 / base.step_min)
+    out = [
+        (f"held-out 4: days shuffled x{BUSIER}, seed {s}", scaled(days_shuffled(base, s), BUSIER), 0)
+        for s in SEEDS_4
+    ]
+    out.append(("held-out 4: roles rotated x1.5", scaled(rotated(base), 1.5), 0))
+    out.append((f"held-out 4: swapped x{BUSIER}, May 5-9", scaled(swapped(base), BUSIER), 4 * per_day))
     return out
 
 
@@ -174,6 +200,9 @@ def main(argv: list[str]) -> int:
         "--held-out", action="store_true", help="also run the held-out busier items (final reports only)"
     )
     parser.add_argument(
+        "--held-out-4", action="store_true", help="also run the round-four held-out items (its final report)"
+    )
+    parser.add_argument(
         "--no-profile",
         action="store_true",
         help="the planner without its time-of-day profile (to measure it)",
@@ -206,6 +235,7 @@ def main(argv: list[str]) -> int:
     summary: dict[str, Any] = {}
     met_all = 0
     every = items(base) + (held_out_items(base) if args.held_out else [])
+    every += held_out_4_items(base) if args.held_out_4 else []
     chosen = [x for x in every if not args.only or any(o in x[0] for o in args.only)]
     for name, trace, first in chosen:
         started = time.perf_counter()
