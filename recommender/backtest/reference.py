@@ -11,14 +11,16 @@ returned when it runs to the end of the horizon. A loan is allowed when, from th
 - the loan lasts longer than the reversal window, and no pair of pools exchanges nodes both ways within
   it;
 - the move budget allows it: the policy's token bucket (`moves_per_pool_day x pools` tokens a day, at
-  most one day's worth, empty at the start, so the future's budget is never spent), 2 tokens for a loan
-  that returns (its return prepaid, as the policy pays) and 1 for one that runs to the end; and the moves
-  in the scored window stay within `moves_per_pool_day` per pool-day.
+  most one day's worth, empty at the start, so the future's budget is never spent), 2 tokens for every
+  lend from home (its return prepaid, as the policy pays: the trace's end is not the deployment's, so a
+  loan still open there returns later); and the moves in the scored window stay within
+  `moves_per_pool_day` per pool-day. With `Budget.prepaid_end` off (the second and third rounds'
+  reference, `ref_open_end`), a loan that runs to the end pays 1: it spends hindsight of the horizon.
 
 Its **value** is what T's demand above T's capacity (and the loans it already has) would use of the
 node, in the scored window, one node at most per minute. Candidates are the donors' maximal runs of
-spare capacity, trimmed to the taker's need (or kept to the end, for one move instead of two); they are
-picked greedily by value per move (lazily re-valued as loans are committed: values only fall), a
+spare capacity, trimmed to the taker's need (or kept to the end: one move in the window, not two); they
+are picked greedily by value per move (lazily re-valued as loans are committed: values only fall), a
 candidate whose lend the bucket cannot pay yet starts later. The plan is then replayed through the
 engine like any strategy (`PlanStrategy`), so its figures come from the same model and metrics.
 
@@ -46,6 +48,7 @@ class Budget:
 
     moves_per_pool_day: float
     reversal_steps: int
+    prepaid_end: bool = True  # a loan open at the trace's end still pays its return (the policy's rule)
 
     def rate(self, pools: int, step_min: float) -> float:
         """Tokens per step."""
@@ -191,7 +194,8 @@ class ReferencePlanner:
         if c.to_end:
             a, b = self._serves(start, None)
             value = float(self.gain[taker][b] - self.gain[taker][a]) if b > a else 0.0
-            return (start, None, value, 1, self.drain) if value > 0 else None
+            tokens = 2 if self.budget.prepaid_end else 1
+            return (start, None, value, tokens, self.drain) if value > 0 else None
         best: tuple[int, int | None, float, int, int] | None = None
         best_net = 0.0
         reversal = self.budget.reversal_steps

@@ -26,8 +26,17 @@ from recommender.backtest.strategies import PolicyStrategy, StaticStrategy
 from recommender.backtest.trace import Trace
 from recommender.policies.rebalance import RebalanceParams
 
-STRATEGIES = ("policy", "static", "sharing", "reference", "hindsight", "budget_bound", "bound")
-MOVING = ("policy", "reference", "hindsight")
+STRATEGIES = (
+    "policy",
+    "static",
+    "sharing",
+    "reference",
+    "ref_open_end",
+    "hindsight",
+    "budget_bound",
+    "bound",
+)
+MOVING = ("policy", "reference", "ref_open_end", "hindsight")
 BOUNDS = ("budget_bound", "bound")
 
 
@@ -69,10 +78,12 @@ def run_strategies(
         blocked = {k: round(v, 1) for k, v in sorted(policy.blocked.items(), key=lambda kv: -kv[1])}
     if "sharing" in wanted:
         results["sharing"] = run_sharing(prepared, config.model, first, stop)
-    if "reference" in wanted:
-        budget = Budget(config.policy.moves_per_pool_day, _steps(config.policy.reversal_min, trace.step_min))
-        loans = reference_plan(prepared, config.model, budget, first, stop)
-        results["reference"] = run(prepared, PlanStrategy(loans), config.model, first, stop)
+    for name, prepaid in (("reference", True), ("ref_open_end", False)):
+        if name in wanted:
+            steps = _steps(config.policy.reversal_min, trace.step_min)
+            budget = Budget(config.policy.moves_per_pool_day, steps, prepaid_end=prepaid)
+            loans = reference_plan(prepared, config.model, budget, first, stop)
+            results[name] = run(prepared, PlanStrategy(loans), config.model, first, stop)
     if "hindsight" in wanted:
         results["hindsight"] = run(
             prepared, HindsightStrategy(prepared, config.policy, config.model), config.model, first, stop

@@ -45,7 +45,17 @@ def test_the_reference_lends_a_never_used_pools_nodes_once_for_the_whole_trace()
     trace = make_trace({"busy": (16, [16] * steps, [24] * steps), "idle": (24, [0] * steps, [0] * steps)})
     prepared = Prepared.of(trace, 8)
     loans = reference_plan(prepared, MODEL, Budget(0.5, 60))
-    # 2 pools x 0.5 a day: a token a day; a loan to the end costs one, made as soon as it is paid
+    # 2 pools x 0.5 a day: a token a day; every lend from home pays 2 (its return prepaid, as the policy
+    # pays, though this one is still open at the end), made as soon as it is paid
+    assert [(loan.start, loan.end) for loan in loans] == [(2 * DAY, None)]
+    assert loans[0].value == 8 * (3 * DAY - 2 * DAY - 11)
+
+
+def test_the_open_end_reference_pays_one_token_for_a_loan_open_at_the_end() -> None:
+    """The second and third rounds' reference: hindsight of the horizon makes a loan to the end cost 1."""
+    steps = 3 * DAY
+    trace = make_trace({"busy": (16, [16] * steps, [24] * steps), "idle": (24, [0] * steps, [0] * steps)})
+    loans = reference_plan(Prepared.of(trace, 8), MODEL, Budget(0.5, 60, prepaid_end=False))
     assert [(loan.start, loan.end) for loan in loans] == [(DAY, None), (2 * DAY, None)]
     assert loans[0].value == 8 * (3 * DAY - DAY - 11)
 
@@ -151,13 +161,15 @@ def test_the_budget_bound_is_at_least_every_node_strategy_at_the_policys_budget(
 
 def test_the_budget_bound_is_reached_where_the_budget_is_the_only_limit() -> None:
     """A never-used pool and a queue that never ends: nothing but the budget limits a loan, so the
-    reference plan's loans to the end reach the bound exactly, and the policy stays under it."""
+    open-end reference plan's loans to the end (1 token each) reach the bound exactly; the reference that
+    prepays every return, like the policy, and the policy stay under it."""
     steps = 4 * DAY
     trace = make_trace({"busy": (16, [16] * steps, [24] * steps), "idle": (24, [0] * steps, [0] * steps)})
     report = run_backtest(trace, BacktestConfig())
     gain = {
         name: report[name]["served_gpu_minutes"] - report["static"]["served_gpu_minutes"]
-        for name in ("policy", "reference", "budget_bound")
+        for name in ("policy", "reference", "ref_open_end", "budget_bound")
     }
-    assert gain["budget_bound"] == gain["reference"] == 8 * (3 * steps - 6 * DAY - 3 * 11)
+    assert gain["budget_bound"] == gain["ref_open_end"] == 8 * (3 * steps - 6 * DAY - 3 * 11)
+    assert gain["reference"] == 8 * (steps - 2 * DAY - 11)  # one lend: a token a day, 2 a lend
     assert gain["policy"] <= gain["budget_bound"]
