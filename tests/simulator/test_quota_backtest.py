@@ -18,6 +18,7 @@ from simulator.quota_backtest import (
     backtest,
     family,
     fresh,
+    fresh2,
     hindsight,
     pick,
     run,
@@ -32,6 +33,8 @@ from simulator.quota_backtest.scenarios import (
     EXTRA,
     EXTRA_SEEDS,
     FRESH,
+    FRESH2,
+    FRESH2_SEED,
     FRESH_COUNT,
     FRESH_SEED,
     HELD_OUT,
@@ -75,6 +78,15 @@ def test_the_fresh_held_out_set_is_a_second_seed_of_the_same_generator() -> None
     extra = pick(EXTRA, 2)
     assert len(extra) == 2 * len(EXTRA_SEEDS) and {s.split for s in extra} == {EXTRA}
     assert FRESH_SEED not in EXTRA_SEEDS and SEED not in EXTRA_SEEDS and "s01@100 " in extra[1].name
+
+
+def test_the_third_held_out_set_is_a_seed_never_used_before_and_not_in_all() -> None:
+    third = fresh2(3)  # drawn, never run here (docs/quota_backtest.md: run once, on the frozen policy)
+    assert FRESH2_SEED not in (SEED, FRESH_SEED, *EXTRA_SEEDS)
+    assert {s.split for s in third} == {FRESH2} and [s.name[:4] for s in third] == ["g00 ", "g01 ", "g02 "]
+    assert third[2] == scenario(2, FRESH2_SEED) and [s.jobs for s in third] != [s.jobs for s in fresh(3)]
+    assert [s.split for s in pick(FRESH2, 6, 2)] == [FRESH2] * 2
+    assert FRESH2 not in {s.split for s in pick("all", 2, 2)}
 
 
 def test_packets_make_a_cut_below_one_packet_do_nothing() -> None:
