@@ -77,7 +77,7 @@ def assemble(
             utilization=raw.pool_utilization.get(name),
             age_seconds=pool_age,
         )
-    topo = FabricTopology(raw.links, raw.switches, pools_of_node)
+    topo = FabricTopology(raw.links, raw.switches, pools_of_node, raw.routes)
     links: dict[str, LinkSignals] = {}
     for p in raw.ports:
         owner: str | None
