@@ -27,7 +27,7 @@ from tests.exporter.fabric.helpers import LEAF1, LEAF2, SPINE1, ScriptedRunner
 
 L1, L2, S1, S2 = "0xl1", "0xl2", "0xs1", "0xs2"
 SWITCHES = {L1, L2, S1, S2}
-POOLS = {"a1": ("X",), "b1": ("X",), "a2": ("Y",), "b2": ("Y",)}
+POOLS: dict[str, tuple[str, ...]] = {"a1": ("X",), "b1": ("X",), "a2": ("Y",), "b2": ("Y",)}
 Routes = dict[tuple[str, str], tuple[str, ...]]
 
 
@@ -154,7 +154,7 @@ def test_a_bad_host_list_is_refused() -> None:
 def test_the_embedded_scrape_reads_what_the_fabric_exporter_serves(tmp_path: Path) -> None:
     sweeper = Sweeper(
         DiagCommands(DiagOptions()), ScriptedRunner(), SweepSettings(vl_counters="off"), tmp_path
-    )  # type: ignore[arg-type]
+    )
     result = sweeper.sweep()
     sweeper.close()
     scrape = Scrape()
