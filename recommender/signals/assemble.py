@@ -58,6 +58,8 @@ def assemble(
         for node in members:
             pools_of.setdefault(node, []).append(pool)
     pools_of_node = {n: tuple(sorted(p)) for n, p in pools_of.items()}
+    for name in raw.node_state:  # a scheduler node in no pool runs no job; a host it does not know is absent
+        pools_of_node.setdefault(name, ())
     nodes: dict[str, NodeSignals] = {}
     for name in sorted(set(raw.node_state) | set(raw.node_utilization)):
         state = raw.node_state.get(name, "unknown")

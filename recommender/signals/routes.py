@@ -7,7 +7,8 @@ for each group of destinations, the hosts of every switch whose paths to them cr
 destination that leaves a switch through several ports is followed through all of them (conservative); a
 switch with no route to it ends that path; a path never visits a switch twice. Tracing is done once per
 fabric (`traced`, cached by the routes and cabling it came from); `RouteTrace.pools` then answers per
-pool assignment, cached too, so a steady cycle costs a dictionary lookup.
+pool assignment, cached too, so a steady cycle costs a dictionary lookup. The rule assumes a pool's
+traffic stays between its own hosts or goes to hosts outside the scheduler (storage, login).
 """
 
 from __future__ import annotations
@@ -105,7 +106,8 @@ class RouteTrace:
 
     def pools(self, pools_of_node: Mapping[str, tuple[str, ...]]) -> dict[PortKey, tuple[str, ...]]:
         """Per traced switch port, the pools it carries: X when a path crossing it goes from a host of X
-        to a host of X, or to a host in no pool (storage, login: never assumed away)."""
+        to a host of X, or to a host the scheduler does not know (absent from `pools_of_node`: storage,
+        login; never assumed away). A scheduler node in no pool (`()`) runs no job: no pool's traffic."""
         key = frozenset(pools_of_node.items())
         with self._lock:
             if self._pools is not None and self._pools[0] == key:
@@ -126,8 +128,8 @@ class RouteTrace:
                     continue
                 wanted: set[str] = set()
                 for dest in dests:
-                    of = pools_of_node.get(dest, ())
-                    if not of:
+                    of = pools_of_node.get(dest)
+                    if of is None:  # not a scheduler node (storage, login): whoever reaches it
                         wanted = set(src)
                         break
                     wanted.update(of)

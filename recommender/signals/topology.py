@@ -1,12 +1,13 @@
 """Which pools' traffic crosses a port: from node -> pool labels, the cabling and, when read, the routes.
 
-An HCA port carries its node's pools. With the switches' forwarding tables (`ibpool_fabric_port_route_info`
-for every cabled switch), a switch port carries pool X when a path crossing it goes from a host of X to a
-host of X or to a host in no pool (`routes.RouteTrace`). Without them (an exporter that does not read
-them, or a switch whose table is missing) the cabling decides: a switch port cabled to an HCA carries
-that node's pools; a port between two switches carries the pools of the hosts under the switch that has
-hosts (a leaf's uplink: the leaf's hosts; a spine's downlink: the hosts of the leaf below). The node of an
-HCA is the first word of its node description (OpenSM's `hostname mlx5_0` convention).
+An HCA port carries its node's pools. With the switches' forwarding tables
+(`ibpool_fabric_port_route_info` for every cabled switch), a switch port carries pool X when a path
+crossing it goes from a host of X to a host of X or to a host the scheduler does not know (storage, login;
+`routes.RouteTrace`). Without them (an exporter that does not read them, or a switch whose table is
+missing) the cabling decides: a switch port cabled to an HCA carries that node's pools; a port between two
+switches carries the pools of the hosts under the switch that has hosts (a leaf's uplink: the leaf's
+hosts; a spine's downlink: the hosts of the leaf below). The node of an HCA is the first word of its node
+description (OpenSM's `hostname mlx5_0` convention).
 """
 
 from __future__ import annotations

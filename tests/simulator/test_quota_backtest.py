@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import pytest
 
+from exporter.fabric.model import format_guid
 from simulator.cluster import scenarios as small
 from simulator.cluster.effects import FabricEffects, block_victims, effective_weights
 from simulator.cluster.model import ClusterModel
+from simulator.cluster.routing import forwarding
 from simulator.cluster.sharing import Flow
 from simulator.cluster.spec import FabricSpec, QosSpec
+from simulator.cluster.topology import LEAF_GUID_BASE
 from simulator.quota_backtest import (
     HINDSIGHT,
     POLICY,
@@ -134,6 +137,23 @@ def test_the_policy_sees_counters_only() -> None:
     assert not view.missing
     with pytest.raises(ValueError):
         signals(model, snapshot(model))
+
+
+def test_the_policy_sees_the_models_routes() -> None:
+    chosen = scenario(1)  # s01 3x4: hi {1, 2, 9}, mid {3, 10}, lo {4, 11, 12}; 5-8 idle, in no pool
+    model = ClusterModel(chosen.spec(), chosen.requests())
+    before = snapshot(model)
+    model.advance(60)
+    view = signals(model, before)
+    leaf1 = format_guid(LEAF_GUID_BASE)
+    # leaf1 sends node0009 and node0011 up its first uplink (port 5), node0010 and node0012 up the second
+    assert view.links[f"{leaf1}/5"].pools == ("hi", "lo")  # the cabling alone would say hi, lo and mid
+    assert view.links[f"{leaf1}/6"].pools == ("lo", "mid")
+    routes = forwarding(model.topology, model.fabric.link_up)
+    cabled = {key for key, x in view.links.items() if x.kind == "fabric"}
+    assert {f"{g}/{p}" for g, p in routes} == cabled
+    leaf_hosts = [h for (g, _), hosts in routes.items() if g == leaf1 for h in hosts]
+    assert sorted(leaf_hosts) == [f"node{i:04d}" for i in range(1, 13)]  # each host once at leaf1
 
 
 def test_three_strategies_on_a_congested_scenario() -> None:

@@ -87,6 +87,12 @@ def test_a_host_in_no_pool_makes_every_pool_that_reaches_it_count() -> None:
     assert _topology(_routes(storage_up=4)).pools_of_port(L1, "4") == ("X", "Y")
 
 
+def test_a_scheduler_node_in_no_pool_runs_no_job_and_draws_no_pool() -> None:
+    idle = {**POOLS, "storage1": ()}  # the scheduler knows it, in no partition: no job's traffic goes there
+    assert _topology(_routes(), idle).pools_of_port(L1, "3") == ("X",)
+    assert _topology(_routes(), idle).pools_of_port(L2, "5") == ()
+
+
 def test_a_destination_on_two_ports_is_followed_through_both() -> None:
     routes = _routes() | {(L1, "3"): ("b1", "storage1"), (L1, "4"): ("b1", "b2")}  # b1 on both uplinks
     topo = _topology(routes)
@@ -130,13 +136,17 @@ def test_traces_are_cached_by_routes_and_pools_by_assignment() -> None:
 def test_assemble_uses_the_routes_for_switch_ports() -> None:
     raw = RawData(links=list(LINKS), switches=set(SWITCHES))
     raw.pool_nodes = {"X": {"a1", "b1"}, "Y": {"a2", "b2"}}
-    raw.ports = [PortReading("fabric", L1, "leaf1", "4", 0.3, 0.9, False, {0: 0.3}, 1e9)]
+    raw.node_state = dict.fromkeys(["a1", "a2", "b1", "b2"], "allocated")
+    raw.ports = [PortReading("fabric", L1, "leaf1", p, 0.3, 0.9, False, {0: 0.3}, 1e9) for p in ("3", "4")]
     plain = assemble(raw, taken_at=1.0, window_seconds=60.0, source="t", max_age_seconds=60.0, qos=None)
     assert plain.links[f"{L1}/4"].pools == ("X", "Y")
     for (guid, port), hosts in _routes().items():
         assert add_route(raw.routes, guid, port, ",".join(hosts))
     routed = assemble(raw, taken_at=1.0, window_seconds=60.0, source="t", max_age_seconds=60.0, qos=None)
-    assert routed.links[f"{L1}/4"].pools == ("Y",)
+    assert routed.links[f"{L1}/4"].pools == ("Y",) and routed.links[f"{L1}/3"].pools == ("X", "Y")
+    raw.node_state["storage1"] = "idle"  # a scheduler node after all, in no pool
+    idle = assemble(raw, taken_at=1.0, window_seconds=60.0, source="t", max_age_seconds=60.0, qos=None)
+    assert idle.links[f"{L1}/3"].pools == ("X",)
 
 
 def test_a_bad_host_list_is_refused() -> None:
