@@ -5,9 +5,11 @@ the exporter runs: ibnetdiscover (+ iblinkinfo on its cache), `perfquery -l` and
 switch, and the per-VL transmit waits of every switch port. Prints, per VL mode, the median sweep time
 over --sweeps sweeps (after one warm-up), ports per second, where the time goes (summed command time
 per program) and the cost of building and rendering the families. Target: under 1 s for `batch`.
+The timed sweeps read no forwarding tables (they are read every 300 s); `--routes` adds `batch` sweeps
+that read every switch's table (`ibroute`) each time: what a sweep costs when the tables are due.
 
     .venv/bin/python -m benchmarks.fabric_sweep [--sweeps 7] [--concurrency 4] [--modes batch,off,perfquery]
-                                                [--hca-ports]
+                                                [--hca-ports] [--routes]
 """
 
 from __future__ import annotations
@@ -56,11 +58,19 @@ def _check(result: SweepResult) -> str:
     return f"{up}/{len(result.readings)} nodes up, {complete}/{ports} ports complete"
 
 
-def run_mode(fabric: IbsimFabric, mode: VlMode, sweeps: int, concurrency: int, hca_ports: bool) -> None:
-    """Warm up, sweep `sweeps` times, print the figures for `mode`."""
+def run_mode(
+    fabric: IbsimFabric, mode: VlMode, sweeps: int, concurrency: int, hca_ports: bool, *, routes: bool = False
+) -> None:
+    """Warm up, sweep `sweeps` times, print the figures for `mode` (with `routes`, reading every switch's
+    forwarding table in every sweep)."""
     with tempfile.TemporaryDirectory(prefix="ibpool-fabric-bench-", dir=scratch_parent()) as scratch:
         runner = TimedRunner(60.0, Path(scratch), fabric.env)
-        settings = SweepSettings(concurrency=concurrency, vl_counters=mode, hca_ports=hca_ports)
+        settings = SweepSettings(
+            concurrency=concurrency,
+            vl_counters=mode,
+            hca_ports=hca_ports,
+            routes_interval_seconds=1e-9 if routes else 300.0,
+        )
         sweeper = Sweeper(DiagCommands(DiagOptions()), runner, settings, Path(scratch))
         try:
             result = sweeper.sweep()  # warm-up (page cache, first umad2sim trees)
@@ -77,9 +87,10 @@ def run_mode(fabric: IbsimFabric, mode: VlMode, sweeps: int, concurrency: int, h
     build_render = time.perf_counter() - started
     samples = sum(1 for line in text.splitlines() if line and not line.startswith("#"))
     median = statistics.median(durations)
+    label = f"{mode} +routes" if routes else mode
     ports = sum(len(r.ports) for r in result.readings.values())
     print(
-        f"vl={mode:<9} sweep median {median:.3f} s (min {min(durations):.3f}, max {max(durations):.3f}, "
+        f"vl={label:<9} sweep median {median:.3f} s (min {min(durations):.3f}, max {max(durations):.3f}, "
         f"{sweeps} sweeps) -> {ports / median:,.0f} ports/s; {_check(result)}"
     )
     per_program = ", ".join(
@@ -97,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--modes", default="batch,off", help=f"comma-separated of {', '.join(VL_MODES)}")
     parser.add_argument("--hca-ports", action="store_true", help="also read the 288 HCA ports")
+    parser.add_argument("--routes", action="store_true", help="also time sweeps that read every LFT")
     args = parser.parse_args(argv)
     modes = [m for m in VL_MODES if m in args.modes.split(",")]
     unknown = [m for m in args.modes.split(",") if m and m not in VL_MODES]
@@ -117,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
             for mode in modes:
                 sweeps = args.sweeps if mode != "perfquery" else 1
                 run_mode(fabric, mode, sweeps, args.concurrency, args.hca_ports)
+            if args.routes:
+                run_mode(fabric, "batch", args.sweeps, args.concurrency, args.hca_ports, routes=True)
     return 0
 
 

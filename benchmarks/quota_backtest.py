@@ -1,11 +1,12 @@
 """The quota backtest's table over the scenario family, and how long it took (docs/quota_backtest.md).
 
-    python -m benchmarks.quota_backtest [--set dev|held-out|fresh|extra|all] [--count 60] [--fresh 80]
+    python -m benchmarks.quota_backtest [--set dev|held-out|fresh|extra|fresh2|all] [--count 60] [--fresh 80]
 
 Per scenario: the priority job's iteration time over alone with static weights, the policy and the best
 fixed weights in hindsight (`ok`: within 10% and every other pool at its minimum share; `<min`: a pool
 fell below it); then the shares per set (development, held-out, fresh held-out, all) and the cost to the
-others. `--set extra` runs the 1,200 extra development scenarios (seeds 100-119; minutes, not in "all").
+others. `--set extra` runs the 1,200 extra development scenarios (seeds 100-119; minutes, not in "all"),
+`--set fresh2` the third held-out set (run once, on the frozen policy; not in "all").
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--count", type=int, default=60, help="scenarios from each seed but the fresh one (60)"
     )
-    parser.add_argument("--fresh", type=int, default=None, help="scenarios of the fresh set (80)")
+    parser.add_argument(
+        "--fresh", type=int, default=None, help="scenarios of the fresh (and fresh2) set (80)"
+    )
     parser.add_argument("--summary", action="store_true", help="the summary only, no line per scenario")
     args = parser.parse_args(argv)
     started, cpu = time.perf_counter(), time.process_time()

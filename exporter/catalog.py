@@ -460,6 +460,28 @@ FABRIC_VLARB_UP = MetricSpec(
     "absent for ports not read (--fabric.vlarb-ports).",
     _F,
 )
+FABRIC_PORT_ROUTE_INFO = MetricSpec(
+    "ibpool_fabric_port_route_info",
+    "info",
+    "The hosts whose LIDs a switch forwards out of this port, by its unicast forwarding table (ibroute): a "
+    "Slurm host list of the first words of their CAs' node descriptions, empty where none leave. One "
+    "series per port of every switch whose table has been read (--fabric.routes-interval-seconds); value "
+    "is always 1.",
+    (*_F, "destinations"),
+)
+FABRIC_ROUTES_UP = MetricSpec(
+    "ibpool_fabric_switch_routes_scrape_success",
+    "gauge",
+    "1 if the last read of the switch's forwarding table (ibroute) succeeded, 0 if it failed (the last good "
+    "table, if any, is still served); absent when the tables are not read.",
+    ("node_guid", "node_desc"),
+)
+FABRIC_ROUTES_AGE = MetricSpec(
+    "ibpool_fabric_switch_routes_age_seconds",
+    "gauge",
+    "Seconds since the forwarding table served for the switch (ibpool_fabric_port_route_info) was read.",
+    ("node_guid", "node_desc"),
+)
 FABRIC_PORT_COUNTERS_AGE = MetricSpec(
     "ibpool_fabric_port_counters_age_seconds",
     "gauge",

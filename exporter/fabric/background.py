@@ -147,6 +147,13 @@ class BackgroundSweeper:
                 "fabric sweep skipped unparseable or out-of-range output lines: %s",
                 dict(result.skipped_lines),
             )
+        unrouted = result.route_failures
+        if unrouted:
+            log.warning(
+                "fabric sweep: forwarding tables of %d switch(es) unreadable (last good ones kept): %s",
+                len(unrouted),
+                "; ".join(unrouted[:5]) + (f" (and {len(unrouted) - 5} more)" if len(unrouted) > 5 else ""),
+            )
         failed = result.vlarb_failures
         if failed:
             more = f" (and {len(failed) - 5} more)" if len(failed) > 5 else ""

@@ -2,9 +2,10 @@
 
 Two collectors, so that `ibpool_exporter_collector_success` says when the fabric data is not current:
 
-* `fabric` serves the families of the last complete sweep, with each port's counter age brought to the
-  scrape. It fails (no series at all) before the first sweep and when that sweep, or the topology it
-  used, is older than the bound (`BackgroundSweeper.stale_reason`): old links are never served as fresh.
+* `fabric` serves the families of the last complete sweep, with each port's counter age (and each
+  switch's forwarding-table age) brought to the scrape. It fails (no series at all) before the first
+  sweep and when that sweep, or the topology it used, is older than the bound
+  (`BackgroundSweeper.stale_reason`): old links are never served as fresh.
 * `fabric_status` never fails: the sweeps and skipped output lines since start and, once a sweep has
   completed, its timestamp, duration and the age of its topology (what the staleness alerts read).
 """
@@ -16,6 +17,8 @@ from exporter.fabric.background import BackgroundSweeper
 from exporter.fabric.errors import NoSweepYetError, StaleFabricDataError
 from exporter.fabric.sweep import PARSED_PROGRAMS
 from foundation.exposition import MetricFamily
+
+AGES = (catalog.FABRIC_PORT_COUNTERS_AGE, catalog.FABRIC_ROUTES_AGE)  # brought to the scrape
 
 
 def _aged(family: MetricFamily, seconds: float) -> MetricFamily:
@@ -43,10 +46,7 @@ class FabricCollector:
         if stale is not None:
             raise StaleFabricDataError(stale)
         since = self._source.ages(published).sweep_seconds
-        return [
-            _aged(family, since) if family.spec is catalog.FABRIC_PORT_COUNTERS_AGE else family
-            for family in published.families
-        ]
+        return [_aged(family, since) if family.spec in AGES else family for family in published.families]
 
     def close(self) -> None:
         """Nothing to release (the sweeper is closed by its owner)."""

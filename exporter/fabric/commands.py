@@ -3,7 +3,8 @@
 perfquery loops over a switch's ports itself for PortCounters and PortCountersExtended
 (`perfquery [-x] -l LID 255`), but queries one port per process for `--vlxmitcounters`; the batch
 reader (`pma_helper.py`, the same PMA Get through libibmad) reads all of a switch's ports in one process.
-VL arbitration tables (`smpquery vlarb`) are read one port per process.
+VL arbitration tables (`smpquery vlarb`) are read one port per process, forwarding tables (`ibroute -n`)
+one switch per process.
 """
 
 from __future__ import annotations
@@ -121,6 +122,10 @@ class DiagCommands:
     def vlarb(self, lid: int, port: int) -> list[str]:
         """Both VL arbitration tables of one port (`smpquery vlarb LID PORT`, a Get: reads only)."""
         return self._diag("smpquery", "vlarb", str(lid), str(port))
+
+    def ibroute(self, lid: int) -> list[str]:
+        """The unicast forwarding table of the switch at `lid`, LIDs and ports only (`ibroute -n LID`)."""
+        return self._diag("ibroute", "-n", str(lid))
 
     def vl_wait_batch(self, targets: Sequence[tuple[int, Sequence[int]]]) -> list[str]:
         """PortVLXmitWaitCounters of many (LID, ports) targets in one helper process (perfquery's format)."""

@@ -35,6 +35,7 @@ class FabricConfig:
     vl_count: int = 16
     port_states: bool = True
     vlarb_ports: VlarbMode = "first"
+    routes_interval_seconds: float = 300.0
     node_name_map: Path | None = None
     forget_after_seconds: float = 3600.0
     scratch_dir: Path | None = None
@@ -66,6 +67,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--fabric.vlarb-ports", "fabric.vlarb_ports", "vlarb_ports", str,
            "VL arbitration tables (smpquery vlarb, one process per port): off, first (one active port per"
            " switch) or all (every active switch port) (first)"),
+    Option("--fabric.routes-interval-seconds", "fabric.routes_interval_seconds", "routes_interval_seconds",
+           float,
+           "seconds between reads of every switch's forwarding table (ibroute, one process per switch;"
+           " also read when the LIDs change); 0: never (300)"),
     Option("--fabric.node-name-map", "fabric.node_name_map", "node_name_map", Path, "GUID-to-name map file"),
     Option("--fabric.forget-after-seconds", "fabric.forget_after_seconds", "forget_after_seconds", float,
            "seconds a switch missing from discovery is still reported down (3600)",
@@ -94,8 +99,9 @@ def validate(cfg: FabricConfig, bad: Bad) -> None:
     for name in ("sweep_interval_seconds", "command_timeout_seconds", "health_max_age_seconds"):
         if not getattr(cfg, name) > 0:
             bad(name, "must be > 0")
-    if cfg.forget_after_seconds < 0:
-        bad("forget_after_seconds", "must be >= 0")
+    for name in ("forget_after_seconds", "routes_interval_seconds"):
+        if not getattr(cfg, name) >= 0:
+            bad(name, "must be >= 0")
     if not 1 <= cfg.concurrency <= 64:
         bad("concurrency", "must be between 1 and 64")
     if cfg.vl_counters not in VL_MODES:
@@ -122,7 +128,9 @@ def validate(cfg: FabricConfig, bad: Bad) -> None:
 
 SETTINGS = CommandSettings(
     prog="ibpool fabric-exporter",
-    description="Fabric-wide InfiniBand exporter: ibnetdiscover, iblinkinfo, perfquery, smpquery vlarb.",
+    description=(
+        "Fabric-wide InfiniBand exporter: ibnetdiscover, iblinkinfo, perfquery, smpquery vlarb, ibroute."
+    ),
     config_type=FabricConfig,
     options=OPTIONS,
     validate=validate,

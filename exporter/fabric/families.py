@@ -6,7 +6,9 @@ PortCounters attribute gets a saturation flag; unreadable values are omitted, ne
 A port's counters carry their age as of the sweep's end (`ibpool_fabric_port_counters_age_seconds`; the
 collector ages it to the scrape). VL arbitration weights (`ibpool_vl_weight{source="live"}`) come from
 the ports whose tables were read. How the sweep went (timestamp, duration, topology age) is served by
-`collector.FabricStatusCollector`.
+`collector.FabricStatusCollector`. Forwarding tables become one `ibpool_fabric_port_route_info` per
+port of every switch with a table: the hosts (first word of the CA's node description, after the name
+map) whose LIDs leave through it, as a host list; with their read success and age per switch.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from exporter.fabric.model import FabricNode, NodeReading, PortReading, SweepRes
 from exporter.fabric.names import NameMap
 from exporter.fabric.rates import rate_bytes_per_second
 from foundation.exposition import MetricFamily
+from foundation.hostlist import compress_hostlist
 from foundation.vlarb import weights_by_vl
 
 SATURATED_32 = (1 << 32) - 1
@@ -39,6 +42,9 @@ class _Families:
         self.vlarb_up = MetricFamily(catalog.FABRIC_VLARB_UP)
         self.vl_weight = MetricFamily(catalog.VL_WEIGHT)
         self.counters_age = MetricFamily(catalog.FABRIC_PORT_COUNTERS_AGE)
+        self.route_info = MetricFamily(catalog.FABRIC_PORT_ROUTE_INFO)
+        self.routes_up = MetricFamily(catalog.FABRIC_ROUTES_UP)
+        self.routes_age = MetricFamily(catalog.FABRIC_ROUTES_AGE)
 
     def all(self) -> list[MetricFamily]:
         """Every family, counters first."""
@@ -55,6 +61,9 @@ class _Families:
             self.vlarb_up,
             self.vl_weight,
             self.counters_age,
+            self.route_info,
+            self.routes_up,
+            self.routes_age,
         ]
         return [*self.counters.values(), *fixed]
 
@@ -70,6 +79,7 @@ def build_families(
     for node in sorted(result.vanished.values(), key=lambda n: n.guid):
         builder.vanished(node)
     builder.vlarb()
+    builder.routes()
     return builder.out.all()
 
 
@@ -110,6 +120,40 @@ class _Builder:
             for table, entries in (("high", reading.tables.high), ("low", reading.tables.low)):
                 for vl, weight in weights_by_vl(entries).items():
                     out.vl_weight.add((*labels, table, str(vl), "live"), weight)
+
+    def routes(self) -> None:
+        """Per switch with a forwarding table: the hosts leaving through each port, read success, age."""
+        out, result = self.out, self._result
+        hosts = self._hosts_by_lid()
+        for switch in result.topology.switches:
+            labels = (switch.guid, self._names.name(switch.guid, switch.desc))
+            table = result.routes.get(switch.guid)
+            if table is not None or switch.guid in result.route_errors:
+                out.routes_up.add(labels, 0 if switch.guid in result.route_errors else 1)
+            if table is None:
+                continue
+            out.routes_age.add(labels, max(0.0, result.finished_at - table.read_at))
+            leaving: dict[int, set[str]] = {port: set() for port in range(1, switch.ports + 1)}
+            for lid, port in table.ports.items():
+                host = hosts.get(lid)
+                if host is not None and port in leaving:
+                    leaving[port].add(host)
+            for port, names in leaving.items():
+                out.route_info.add_info((labels[0], str(port), labels[1], compress_hostlist(names)))
+
+    def _hosts_by_lid(self) -> dict[int, str]:
+        """Every CA LID (each port's base LID and its LMC range) -> the host: the first word of the CA's
+        node description after the name map; a name a host list cannot hold is left out."""
+        hosts: dict[int, str] = {}
+        for ca in self._result.topology.cas:
+            host = self._names.name(ca.guid, ca.desc).split(" ", 1)[0]
+            try:
+                compress_hostlist([host])
+            except ValueError:
+                continue
+            for port in ca.port_lids:
+                hosts.update(dict.fromkeys(ca.lids_of(port), host))
+        return hosts
 
     def _port(self, labels: tuple[str, str, str], port: int, reading: NodeReading | None) -> None:
         out, result = self.out, self._result

@@ -44,6 +44,7 @@ def build_sweeper(cfg: FabricConfig, workdir: Path) -> Sweeper:
         port_states=cfg.port_states,
         forget_after_seconds=cfg.forget_after_seconds,
         vlarb_ports=cfg.vlarb_ports,
+        routes_interval_seconds=cfg.routes_interval_seconds,
     )
     runner = CommandRunner(cfg.command_timeout_seconds, cwd=workdir)
     return Sweeper(DiagCommands(options), runner, settings, workdir)

@@ -54,11 +54,17 @@ class FabricNode:
     lid: int | None = None  # a switch's LID (port 0); CAs have one per port
     port_lids: Mapping[int, int] = field(default_factory=dict)
     port_guids: Mapping[int, str] = field(default_factory=dict)
+    port_lmcs: Mapping[int, int] = field(default_factory=dict)  # CA port -> LMC (2**lmc LIDs from its own)
 
     def lid_of(self, port: int) -> int | None:
         """The LID that reaches `port` (a switch answers for all its ports on its own LID)."""
         lid = self.lid if self.kind == "switch" else self.port_lids.get(port)
         return lid or None
+
+    def lids_of(self, port: int) -> range:
+        """Every LID a CA port answers on: its base LID and the 2**lmc - 1 after it (empty without one)."""
+        lid = self.port_lids.get(port) or 0
+        return range(lid, lid + (1 << self.port_lmcs.get(port, 0))) if lid else range(0)
 
 
 @dataclass(frozen=True)
@@ -137,6 +143,16 @@ class VlarbReading:
 
 
 @dataclass(frozen=True)
+class RouteTable:
+    """A switch's unicast forwarding table (`ibroute -n`): the out port per destination LID (port 0 is
+    the switch itself), as read at `read_at` (the sweep's clock)."""
+
+    lid: int
+    ports: Mapping[int, int]
+    read_at: float
+
+
+@dataclass(frozen=True)
 class SweepResult:
     """One complete sweep: topology, port states, counter readings and how the sweep went.
 
@@ -154,6 +170,8 @@ class SweepResult:
     problems: tuple[str, ...] = ()
     vlarb: Mapping[PortKey, VlarbReading] = field(default_factory=dict)
     topology_at: float | None = None
+    routes: Mapping[str, RouteTable] = field(default_factory=dict)  # the last good table per switch
+    route_errors: Mapping[str, str] = field(default_factory=dict)  # why a switch's last read failed
 
     @property
     def topology_lag(self) -> float:
@@ -164,3 +182,8 @@ class SweepResult:
     def vlarb_failures(self) -> list[str]:
         """One line per port whose VL arbitration tables could not be read."""
         return [f"{guid}[{port}]: {r.error}" for (guid, port), r in sorted(self.vlarb.items()) if r.error]
+
+    @property
+    def route_failures(self) -> list[str]:
+        """One line per switch whose forwarding table could not be read when last tried."""
+        return [f"{guid}: {error}" for guid, error in sorted(self.route_errors.items())]

@@ -2,7 +2,8 @@
 
 Which diagnostic reads what: docs/fabric-exporter.md. Rules: a node is up when every expected attribute of
 every one of its ports was read; a vanished switch is reported down for `forget_after_seconds`; a failed
-VL arbitration read is reported per port and fails nothing else; when discovery fails, the last good
+VL arbitration read is reported per port and fails nothing else; forwarding tables are read less often
+(`routes_read.RouteKeeper`: a failed read keeps the last good table); when discovery fails, the last good
 topology is used again. Nothing old passes for fresh: the result says when its topology was discovered
 (`topology_at`), each port reading when it was read (`read_at`).
 """
@@ -33,13 +34,15 @@ from exporter.fabric.model import (
     Topology,
 )
 from exporter.fabric.perfquery import CounterBlock, parse_perfquery
+from exporter.fabric.routes_read import RouteKeeper
 from exporter.fabric.topology import parse_ibnetdiscover
 from exporter.fabric.vlarb_read import VlarbMode, vlarb_reading, vlarb_targets
 from foundation.commands import CommandResult, CommandRunner
 
 log = logging.getLogger(__name__)
 
-PARSED_PROGRAMS = ("ibnetdiscover", "iblinkinfo", "perfquery", "pma_helper")  # keys of skipped_lines
+# keys of skipped_lines
+PARSED_PROGRAMS = ("ibnetdiscover", "iblinkinfo", "perfquery", "pma_helper", "ibroute")
 VlMode = Literal["batch", "perfquery", "off"]
 VL_MODES: tuple[VlMode, ...] = ("batch", "perfquery", "off")
 
@@ -54,6 +57,7 @@ class SweepSettings:
     port_states: bool = True
     forget_after_seconds: float = 3600.0
     vlarb_ports: VlarbMode = "first"
+    routes_interval_seconds: float = 300.0  # forwarding tables (ibroute); 0: never read
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,7 @@ class Sweeper:
         self._topology: Topology | None = None
         self._topology_at = 0.0
         self._seen: dict[str, tuple[FabricNode, float]] = {}
+        self._routes = RouteKeeper(settings.routes_interval_seconds)
         self._numbers = itertools.count(1)
 
     def close(self) -> None:
@@ -113,8 +118,16 @@ class Sweeper:
             (key, self._pool.submit(self._runner.run, self._commands.vlarb(lid, key[1])))
             for key, lid in vlarb_targets(topology, states, self.settings.vlarb_ports)
         ]
+        routes = [
+            (switch, self._pool.submit(self._run_timed, tuple(self._commands.ibroute(switch.lid or 0))))
+            for switch in self._routes.due(topology, self._clock())
+        ]
         readings = self._read(topology, skipped)
         vlarb = {key: vlarb_reading(future.result()) for key, future in tables}
+        for switch, done in routes:
+            bad = self._routes.update(switch, *done.result())
+            if bad:
+                skipped["ibroute"] += bad
         vanished = self._vanished(topology)
         duration = time.perf_counter() - started
         return SweepResult(
@@ -128,6 +141,8 @@ class Sweeper:
             problems=tuple(problems),
             vlarb=vlarb,
             topology_at=None if discovered else self._topology_at,
+            routes=self._routes.tables,
+            route_errors=self._routes.errors,
         )
 
     # --- discovery -------------------------------------------------------------------------------

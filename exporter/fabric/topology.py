@@ -39,7 +39,8 @@ _PORT = re.compile(
 )
 _SWITCH_COMMENT = re.compile(r'^"(?P<desc>.*)"\s+(?:base|enhanced)\s+port\s+0\s+lid\s+(?P<lid>\d+)(?:\s|$)')
 _QUOTED = re.compile(r'^"(?P<desc>.*)"\s*$')
-_CA_PORT_LID = re.compile(r"^lid\s+(?P<lid>\d+)(?:\s|$)")
+_CA_PORT_LID = re.compile(r"^lid\s+(?P<lid>\d+)(?:\s+lmc\s+(?P<lmc>\d+))?(?:\s|$)")
+MAX_LMC = 7  # a port answers on 2**lmc LIDs
 _LINK_RATE = re.compile(r"\b(?P<width>\d+)x(?P<speed>[A-Z][A-Z0-9]*)\b")
 _IGNORED_PREFIXES = ("#", "vendid=", "devid=", "sysimgguid=", "switchguid=", "caguid=", "rtguid=")
 _KINDS: dict[str, NodeKind] = {"Switch": "switch", "Ca": "ca", "Rt": "router"}
@@ -54,10 +55,18 @@ class _NodeBuilder:
     lid: int | None
     port_lids: dict[int, int] = field(default_factory=dict)
     port_guids: dict[int, str] = field(default_factory=dict)
+    port_lmcs: dict[int, int] = field(default_factory=dict)
 
     def build(self) -> FabricNode:
         return FabricNode(
-            self.guid, self.kind, self.desc, self.ports, self.lid, self.port_lids, self.port_guids
+            self.guid,
+            self.kind,
+            self.desc,
+            self.ports,
+            self.lid,
+            self.port_lids,
+            self.port_guids,
+            self.port_lmcs,
         )
 
 
@@ -97,12 +106,16 @@ def _add_port(node: _NodeBuilder, match: re.Match[str], links: dict[PortKey, Lin
         return False
     port_guid: int | None = None
     lid: int | None = None
+    lmc = 0
     if node.kind != "switch":
         port_guid = int(match.group("pguid"), 16) if match.group("pguid") else None
         found = _CA_PORT_LID.match((match.group("rest") or "").strip())
         lid = number(found.group("lid")) if found is not None else None
-        if (port_guid is not None and not valid_guid(port_guid)) or (
-            lid is not None and not valid_lid(lid, True)
+        lmc = number(found.group("lmc")) if found is not None and found.group("lmc") else 0
+        if (
+            (port_guid is not None and not valid_guid(port_guid))
+            or (lid is not None and not valid_lid(lid, True))
+            or not 0 <= lmc <= MAX_LMC
         ):
             return False
     links[(node.guid, port)] = link
@@ -110,6 +123,8 @@ def _add_port(node: _NodeBuilder, match: re.Match[str], links: dict[PortKey, Lin
         node.port_guids[port] = format_guid(port_guid)
     if lid is not None:
         node.port_lids[port] = lid
+        if lmc:
+            node.port_lmcs[port] = lmc
     return True
 
 

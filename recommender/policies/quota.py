@@ -19,7 +19,8 @@ Pure logic over `Signals` (no I/O, no clock: time is `signals.taken_at`). Rules:
      want nothing more: a step must give H 1% more under one reading and lose under none (by 1%); the
      target is judged on the worst. A congested link's capacity is what it measurably sends (credit stalls).
    - the floors: the table is fabric-wide, so on every switch port, under both readings, each lower
-     pool that may cross it (hosts under it) keeps `min_share` of the port's
+     pool that may cross it (`LinkSignals.pools`: by the routes, else by whose hosts sit under it) keeps
+     `min_share` of the port's
      rate, against the acted-on link's measured throughput, times `min_share_margin` (a port sends less
      as its load grows, head-of-line blocking takes from a lower VL); a VL of two such pools keeps two.
      A lowered VL may get weight back, up to a whole packet more than it had, to keep them.

@@ -58,6 +58,8 @@ def assemble(
         for node in members:
             pools_of.setdefault(node, []).append(pool)
     pools_of_node = {n: tuple(sorted(p)) for n, p in pools_of.items()}
+    for name in raw.node_state:  # a scheduler node in no pool runs no job; a host it does not know is absent
+        pools_of_node.setdefault(name, ())
     nodes: dict[str, NodeSignals] = {}
     for name in sorted(set(raw.node_state) | set(raw.node_utilization)):
         state = raw.node_state.get(name, "unknown")
@@ -77,7 +79,7 @@ def assemble(
             utilization=raw.pool_utilization.get(name),
             age_seconds=pool_age,
         )
-    topo = FabricTopology(raw.links, raw.switches, pools_of_node)
+    topo = FabricTopology(raw.links, raw.switches, pools_of_node, raw.routes)
     links: dict[str, LinkSignals] = {}
     for p in raw.ports:
         owner: str | None

@@ -179,6 +179,7 @@ class EmbeddedSource:
         if _window(previous, current) <= 0:
             raw.errors[LINKS] = "no previous scrape: rates need two scrapes over the window"
         raw.links, raw.switches = list(current.links), set(current.switches)
+        raw.routes = {} if current.routes_unreadable else dict(current.routes)
         raw.ports = self._ports(previous, current)
         return raw
 

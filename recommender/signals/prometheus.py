@@ -13,7 +13,7 @@ from recommender.signals import queries as q
 from recommender.signals.fetch import http_get
 from recommender.signals.model import LINKS, NODES, POOLS, Signals
 from recommender.signals.qos import QosReader, snapshot
-from recommender.signals.raw import LinkInfo, PortReading, RawData
+from recommender.signals.raw import LinkInfo, PortReading, RawData, add_route
 
 WINDOW_SECONDS = 300.0  # the recording rules' rate window
 Vector = list[tuple[dict[str, str], float]]
@@ -146,6 +146,10 @@ class PrometheusSource:
             for m, _ in self.query(q.FABRIC_LINKS, at)
         ]
         raw.switches = {m["node_guid"] for m, _ in self.query(q.SWITCHES, at)}
+        for m, _ in self.query(q.FABRIC_ROUTES, at):
+            if not add_route(raw.routes, m["node_guid"], m["port"], m.get("destinations", "")):
+                raw.routes.clear()  # one unreadable host list: the cabling decides, as without routes
+                break
         raw.ages[LINKS] = self._age(q.FABRIC_AGE, at)
         if raw.ages[LINKS] is None:
             raw.errors[LINKS] = "no fabric sweep in Prometheus"

@@ -36,3 +36,4 @@ FABRIC_LINKS = (
     "max by (node_guid, port, node_desc, remote_guid, remote_port, remote_desc) (ibpool_fabric_link_info)"
 )
 SWITCHES = "max by (node_guid) (ibpool_fabric_switch_up)"
+FABRIC_ROUTES = "max by (node_guid, port, destinations) (ibpool_fabric_port_route_info)"

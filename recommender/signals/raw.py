@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from foundation.hostlist import expand_hostlist
+
 
 @dataclass(frozen=True)
 class PortReading:
@@ -46,5 +48,19 @@ class RawData:
     ports: list[PortReading] = field(default_factory=list)
     links: list[LinkInfo] = field(default_factory=list)
     switches: set[str] = field(default_factory=set)
+    routes: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)  # (guid, port) -> hosts
     ages: dict[str, float | None] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+
+
+def add_route(
+    routes: dict[tuple[str, str], tuple[str, ...]], guid: str, port: str, destinations: str
+) -> bool:
+    """Record one `ibpool_fabric_port_route_info` series (its host list expanded); False when the host list
+    does not parse (the caller then drops every route: a partial set of routes is never used)."""
+    try:
+        hosts = tuple(expand_hostlist(destinations))
+    except ValueError:
+        return False
+    routes[(guid, port)] = tuple(sorted({*routes.get((guid, port), ()), *hosts}))
+    return True

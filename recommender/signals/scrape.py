@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from recommender.signals.raw import LinkInfo
+from recommender.signals.raw import LinkInfo, add_route
 
 MAX_32 = float((1 << 32) - 1)
 Key = tuple[str, ...]
@@ -27,6 +27,8 @@ class Scrape:
     gpu_util: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     links: list[LinkInfo] = field(default_factory=list)
     switches: set[str] = field(default_factory=set)
+    routes: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)  # (guid, port) -> hosts
+    routes_unreadable: bool = False
     descs: dict[str, str] = field(default_factory=dict)  # node_guid -> node_desc
     poll_timestamp: float | None = None
     sweep_timestamp: float | None = None
@@ -75,7 +77,7 @@ def add_scheduler(scrape: Scrape, text: str) -> None:
 
 
 def add_fabric(scrape: Scrape, text: str, now: float) -> None:
-    """The fabric exporter's switch-port counters, saturation flags, link topology and sweep time."""
+    """The fabric exporter's switch-port counters, saturation flags, link topology, routes and sweep time."""
     for name, labels, value in samples(text):
         if name == "ibpool_fabric_sweep_timestamp_seconds":
             scrape.sweep_timestamp = value
@@ -94,6 +96,12 @@ def add_fabric(scrape: Scrape, text: str, now: float) -> None:
                     labels["remote_desc"],
                 )
             )
+            continue
+        if name == "ibpool_fabric_port_route_info":
+            found = add_route(
+                scrape.routes, labels["node_guid"], labels["port"], labels.get("destinations", "")
+            )
+            scrape.routes_unreadable |= not found
             continue
         if "node_guid" not in labels or "port" not in labels:
             continue

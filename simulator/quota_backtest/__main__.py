@@ -1,4 +1,4 @@
-"""`python -m simulator.quota_backtest [--set dev|held-out|fresh|extra|all]`: the backtest's table."""
+"""`python -m simulator.quota_backtest [--set dev|held-out|fresh|extra|fresh2|all]`: the backtest's table."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--count", type=int, default=60, help="scenarios from each seed but the fresh one (60)"
     )
-    parser.add_argument("--fresh", type=int, default=None, help="scenarios of the fresh set (80)")
+    parser.add_argument(
+        "--fresh", type=int, default=None, help="scenarios of the fresh (and fresh2) set (80)"
+    )
     parser.add_argument("--summary", action="store_true", help="the summary only, no line per scenario")
     args = parser.parse_args(argv)
     scenarios: list[QuotaScenario] = pick(args.set, args.count, args.fresh)

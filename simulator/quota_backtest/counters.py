@@ -5,8 +5,10 @@ Between two snapshots the counters the exporters expose give what the recording 
 `rate(PortXmitData) / link rate`, the same wait share per VL (every VL of a switch port, 0 where it did not
 wait, as the fabric exporter serves a series per port and VL); the switch cabling as `ibpool_fabric_link_info`
 has it; pools, node states and each node's GPU utilization as the scheduler and node exporters report them;
-the QoS tables as OpenSM has them. No flow, demand or bottleneck of the model goes into the signals: the
-policy sees what a live recommender would. The text exposition is skipped (`recommender.signals.assemble`
+the QoS tables as OpenSM has them; the switches' forwarding tables as `ibpool_fabric_port_route_info`
+has them (`simulator.cluster.routing`: the model's own routes, which hosts leave each switch port). No
+flow, demand or bottleneck of the model goes into the signals: the policy sees what a live recommender
+would. The text exposition is skipped (`recommender.signals.assemble`
 makes the snapshot from the same readings the embedded source would parse out of it).
 """
 
@@ -19,6 +21,7 @@ from recommender.signals.assemble import assemble
 from recommender.signals.model import QosSignals, Signals
 from recommender.signals.raw import LinkInfo, PortReading, RawData
 from simulator.cluster.model import ClusterModel
+from simulator.cluster.routing import forwarding
 from simulator.cluster.spec import VL_COUNT
 
 SOURCE = "counters"
@@ -115,6 +118,7 @@ def signals(model: ClusterModel, before: Snapshot, start_unix: float = 1.7e9) ->
             )
         )
     raw.links, raw.switches = _links(model)
+    raw.routes = forwarding(topo, fabric.link_up)
     raw.ages = {"pools": 0.0, "nodes": 0.0, "links": 0.0}
     qos = model.qos()
     tables = QosSignals(

@@ -9,7 +9,8 @@ half of them a burst (a low-priority job for ten minutes); the ground truth's ef
 (`simulator.cluster.effects`) at strengths drawn per scenario. From seed `SEED`, scenarios with an even
 index form the development set (looked at while improving the policy), the odd ones the first held-out
 set (looked at once, after the first round); `fresh()` draws the second held-out set from `FRESH_SEED` with
-the same generator (the set the final claim is made on, run once at the end: docs/quota_backtest.md).
+the same generator (the claim of round 2, run once at its end), `fresh2()` the third from `FRESH2_SEED` (the
+claim of round 3, run once at its end; not in "all"): docs/quota_backtest.md.
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ HIGH, MID, LOW, LOW2, BURST = "hi", "mid", "lo", "lo2", "burst"
 CLASSES = {"normal": 0, "high": 1, "mid": 2}
 CLASS_OF = {HIGH: "high", MID: "mid", LOW: "normal", LOW2: "normal", BURST: "normal"}
 PRIORITIES = {HIGH: 2, MID: 1, LOW: 0, LOW2: 0, BURST: 0}
-DEV, HELD_OUT, FRESH, EXTRA = "dev", "held-out", "fresh", "extra"
-SPLITS = (DEV, HELD_OUT, FRESH, EXTRA)
+DEV, HELD_OUT, FRESH, EXTRA, FRESH2 = "dev", "held-out", "fresh", "extra", "fresh2"
+SPLITS = (DEV, HELD_OUT, FRESH, EXTRA, FRESH2)
+PREFIX = {FRESH: "f", FRESH2: "g"}  # scenario names: s00 (from SEED and the extra seeds), f00, g00
 SEED = 19  # the development and first held-out sets
 FRESH_SEED, FRESH_COUNT = 8191, 80  # the second held-out set: seeds never used before it was declared
+FRESH2_SEED = 65537  # the third held-out set (FRESH_COUNT scenarios), declared before round 3 ran
 EXTRA_SEEDS = tuple(range(100, 120))  # more development scenarios (60 a seed), checked for safety
 WORK_SECONDS = 36_000.0  # jobs outlast the run
 BURST_AT, BURST_SECONDS = 600.0, 600.0
@@ -61,14 +64,15 @@ class QuotaScenario:
     credit_stall: float
     hol_blocking: float
     burst: bool
-    split: str = DEV  # DEV, HELD_OUT, FRESH or EXTRA
+    split: str = DEV  # DEV, HELD_OUT, FRESH, EXTRA or FRESH2
     seed: int = SEED
 
     @property
     def name(self) -> str:
-        """`s07 3x8 3:1 hi/lo burst` (`f07 ..` in the fresh set, `s07@105 ..` from an extra seed)."""
+        """`s07 3x8 3:1 hi/lo burst` (`f07 ..` in the fresh set, `g07 ..` in the third held-out set,
+        `s07@105 ..` from an extra seed)."""
         over = f"{self.oversubscription:g}:1"
-        label = f"{'f' if self.split == FRESH else 's'}{self.index:02d}"
+        label = PREFIX.get(self.split, "s") + f"{self.index:02d}"
         label += f"@{self.seed}" if self.split == EXTRA else ""
         return f"{label} {self.leaves}x{self.hosts_per_leaf} {over} {'/'.join(self.pools)}" + (
             " burst" if self.burst else ""
@@ -132,7 +136,8 @@ class _Placer:
 
 def scenario(index: int, seed: int = SEED) -> QuotaScenario:
     """Scenario `index` of the family (the same index and seed give the same scenario). Its split: from
-    `SEED`, DEV for an even index and HELD_OUT for an odd one; FRESH from `FRESH_SEED`; EXTRA otherwise.
+    `SEED`, DEV for an even index and HELD_OUT for an odd one; FRESH from `FRESH_SEED`, FRESH2 from
+    `FRESH2_SEED`; EXTRA otherwise.
 
     Every job is its pool's only job and holds all its pool's nodes, spread round-robin over the leaves
     the scenario uses, so its ring crosses their uplinks (the scheduler fills a pool in node order).
@@ -192,13 +197,15 @@ def scenario(index: int, seed: int = SEED) -> QuotaScenario:
         credit_stall=rng.choice((0.0, 0.1, 0.2, 0.3)),
         hol_blocking=rng.choice((0.0, 0.3, 0.6)),
         burst=burst,
-        split=(DEV if index % 2 == 0 else HELD_OUT)
-        if seed == SEED
-        else FRESH
-        if seed == FRESH_SEED
-        else EXTRA,
+        split=_split(index, seed),
         seed=seed,
     )
+
+
+def _split(index: int, seed: int) -> str:
+    if seed == SEED:
+        return DEV if index % 2 == 0 else HELD_OUT
+    return {FRESH_SEED: FRESH, FRESH2_SEED: FRESH2}.get(seed, EXTRA)
 
 
 def family(count: int = 60, seed: int = SEED) -> list[QuotaScenario]:
@@ -211,13 +218,21 @@ def fresh(count: int = FRESH_COUNT) -> list[QuotaScenario]:
     return family(count, FRESH_SEED)
 
 
+def fresh2(count: int = FRESH_COUNT) -> list[QuotaScenario]:
+    """The third held-out set: the first `count` scenarios drawn from `FRESH2_SEED`."""
+    return family(count, FRESH2_SEED)
+
+
 def pick(split: str, count: int = 60, fresh_count: int | None = None) -> list[QuotaScenario]:
     """The scenarios of one split, or of DEV, HELD_OUT and FRESH ("all"): the first `count` of the family
-    from `SEED`, the first `fresh_count` (default `FRESH_COUNT`) of the fresh set, the first `count` from
+    from `SEED`, the first `fresh_count` (default `FRESH_COUNT`) of the fresh set (and of the third
+    held-out set, FRESH2, not in "all": it is run once, on the frozen policy), the first `count` from
     each of `EXTRA_SEEDS` (EXTRA, not in "all": 1,200 scenarios take minutes)."""
     out = [s for s in family(count) if split in ("all", s.split)]
     if split in ("all", FRESH):
         out += fresh(FRESH_COUNT if fresh_count is None else fresh_count)
+    if split == FRESH2:
+        out += fresh2(FRESH_COUNT if fresh_count is None else fresh_count)
     if split == EXTRA:
         out += [s for seed in EXTRA_SEEDS for s in family(count, seed)]
     return out

@@ -326,6 +326,8 @@ def test_fabric_exporter_command_end_to_end(fabric: IbsimFabric, tmp_path: Path)
         )
         assert set(samples_of(text, "ibpool_fabric_switch_up").values()) == {1}
         assert value(text, "ibpool_exporter_collector_success", collector="fabric") == 1
+        routes = samples_of(text, "ibpool_fabric_port_route_info")  # read by default (every 300 s)
+        assert len(routes) == TREE.switch_ports and set(routes.values()) == {1}
         assert _promtool_problems(text) == []
 
         # Background sweeps pick up a change without a restart.
@@ -343,7 +345,7 @@ def test_fabric_exporter_command_end_to_end(fabric: IbsimFabric, tmp_path: Path)
     assert list(scratch.iterdir()) == []  # its scratch directory (and umad2sim's trees) are gone
 
 
-TOOLS = ("ibnetdiscover", "iblinkinfo", "perfquery", "smpquery")
+TOOLS = ("ibnetdiscover", "iblinkinfo", "perfquery", "smpquery", "ibroute")
 FAILING_TOOL = "#!/bin/sh\necho 'ibwarn: umad port gone (test)' >&2\nexit 1\n"
 
 

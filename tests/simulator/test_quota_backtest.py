@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import pytest
 
+from exporter.fabric.model import format_guid
 from simulator.cluster import scenarios as small
 from simulator.cluster.effects import FabricEffects, block_victims, effective_weights
 from simulator.cluster.model import ClusterModel
+from simulator.cluster.routing import forwarding
 from simulator.cluster.sharing import Flow
 from simulator.cluster.spec import FabricSpec, QosSpec
+from simulator.cluster.topology import LEAF_GUID_BASE
 from simulator.quota_backtest import (
     HINDSIGHT,
     POLICY,
@@ -18,6 +21,7 @@ from simulator.quota_backtest import (
     backtest,
     family,
     fresh,
+    fresh2,
     hindsight,
     pick,
     run,
@@ -32,6 +36,8 @@ from simulator.quota_backtest.scenarios import (
     EXTRA,
     EXTRA_SEEDS,
     FRESH,
+    FRESH2,
+    FRESH2_SEED,
     FRESH_COUNT,
     FRESH_SEED,
     HELD_OUT,
@@ -75,6 +81,15 @@ def test_the_fresh_held_out_set_is_a_second_seed_of_the_same_generator() -> None
     extra = pick(EXTRA, 2)
     assert len(extra) == 2 * len(EXTRA_SEEDS) and {s.split for s in extra} == {EXTRA}
     assert FRESH_SEED not in EXTRA_SEEDS and SEED not in EXTRA_SEEDS and "s01@100 " in extra[1].name
+
+
+def test_the_third_held_out_set_is_a_seed_never_used_before_and_not_in_all() -> None:
+    third = fresh2(3)  # drawn, never run here (docs/quota_backtest.md: run once, on the frozen policy)
+    assert FRESH2_SEED not in (SEED, FRESH_SEED, *EXTRA_SEEDS)
+    assert {s.split for s in third} == {FRESH2} and [s.name[:4] for s in third] == ["g00 ", "g01 ", "g02 "]
+    assert third[2] == scenario(2, FRESH2_SEED) and [s.jobs for s in third] != [s.jobs for s in fresh(3)]
+    assert [s.split for s in pick(FRESH2, 6, 2)] == [FRESH2] * 2
+    assert FRESH2 not in {s.split for s in pick("all", 2, 2)}
 
 
 def test_packets_make_a_cut_below_one_packet_do_nothing() -> None:
@@ -122,6 +137,23 @@ def test_the_policy_sees_counters_only() -> None:
     assert not view.missing
     with pytest.raises(ValueError):
         signals(model, snapshot(model))
+
+
+def test_the_policy_sees_the_models_routes() -> None:
+    chosen = scenario(1)  # s01 3x4: hi {1, 2, 9}, mid {3, 10}, lo {4, 11, 12}; 5-8 idle, in no pool
+    model = ClusterModel(chosen.spec(), chosen.requests())
+    before = snapshot(model)
+    model.advance(60)
+    view = signals(model, before)
+    leaf1 = format_guid(LEAF_GUID_BASE)
+    # leaf1 sends node0009 and node0011 up its first uplink (port 5), node0010 and node0012 up the second
+    assert view.links[f"{leaf1}/5"].pools == ("hi", "lo")  # the cabling alone would say hi, lo and mid
+    assert view.links[f"{leaf1}/6"].pools == ("lo", "mid")
+    routes = forwarding(model.topology, model.fabric.link_up)
+    cabled = {key for key, x in view.links.items() if x.kind == "fabric"}
+    assert {f"{g}/{p}" for g, p in routes} == cabled
+    leaf_hosts = [h for (g, _), hosts in routes.items() if g == leaf1 for h in hosts]
+    assert sorted(leaf_hosts) == [f"node{i:04d}" for i in range(1, 13)]  # each host once at leaf1
 
 
 def test_three_strategies_on_a_congested_scenario() -> None:

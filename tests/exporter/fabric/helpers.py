@@ -15,6 +15,7 @@ LEAF2 = "0x0000000000200002"  # LID 4
 SPINE1 = "0x0000000000200000"  # LID 2
 NODE1 = "0x0000000000100000"  # HCA on leaf1 port 1, LID 1
 SWITCH_LIDS = {LEAF1: 3, LEAF2: 4, SPINE1: 2}
+IBROUTE_FILES = {3: "ibroute_leaf1.txt", 2: "ibroute_spine1.txt", 4: "ibroute_leaf2.txt"}
 
 Handler = Callable[[tuple[str, ...]], CommandResult | None]
 
@@ -99,6 +100,8 @@ def default_answer(argv: tuple[str, ...]) -> CommandResult:
     if name == "smpquery" and "vlarb" in argv:
         lid, port = argv[-2:]
         return ok(argv, data("smpquery_vlarb_switch.txt").replace("Lid 3 port 1", f"Lid {lid} port {port}"))
+    if name == "ibroute":
+        return ok(argv, data(IBROUTE_FILES[int(argv[-1])]))
     if argv[-1].split(":")[0].isdigit():  # the batch helper: python -S -I pma_helper.py LID:PORTS ...
         return ok(argv, helper_output([a for a in argv if re.fullmatch(r"\d+:[\d,-]+", a)]))
     raise AssertionError(f"unexpected command {argv}")

@@ -113,6 +113,20 @@ def test_a_ca_port_with_a_bad_lid_or_port_guid_is_skipped() -> None:
     assert topology.nodes["0x0000000000100008"].port_lids == {}
 
 
+def test_a_ca_port_lmc_gives_its_lid_range_and_a_bad_one_is_skipped() -> None:
+    text = (
+        'Ca\t3 "H-0000000000100008"\t\t# "node5"\n'
+        '[1](100009) \t"S-0000000000200002"[1]\t\t# lid 8 lmc 2 "leaf2" lid 4 4xSDR\n'
+        '[2](10000a) \t"S-0000000000200002"[2]\t\t# lid 16 lmc 0 "leaf2" lid 4 4xSDR\n'
+        '[3](10000b) \t"S-0000000000200002"[3]\t\t# lid 20 lmc 8 "leaf2" lid 4 4xSDR\n'
+    )
+    topology, skipped = parse_ibnetdiscover(text)
+    node = topology.nodes["0x0000000000100008"]
+    assert skipped == 1 and node.port_lids == {1: 8, 2: 16}  # LMC 8: more than 7 bits of LID
+    assert list(node.lids_of(1)) == [8, 9, 10, 11] and list(node.lids_of(2)) == [16]
+    assert list(node.lids_of(3)) == []
+
+
 def test_empty_output_gives_an_empty_topology() -> None:
     topology, skipped = parse_ibnetdiscover("")
     assert (topology.nodes, topology.links, skipped) == ({}, {}, 0)
