@@ -18,18 +18,19 @@ Pure logic (no I/O, no clock): the backtest and the live recommender build a `Cl
 
        value = use x (L - drain) - cost x min(1, rises / watched x L)
 
-   `L` is the loan's expected length: how long the donor's node is expected to stay idle (persistence:
-   as long as it already has, capped at the history window; cut short where a calibrated time-of-day
-   profile expects the donor's demand back). `use` is what one more node would serve the taker per
-   minute over L, forecast at L's own scale (the trailing hour, day or week, or the profile where it
-   forecasts better). The last term is the donor's expected take-back at the rate its demand rose above
-   the level it keeps, at the cheaper `cost` of the take-backs its wait allowance absorbs: a drain (`node
-   x drain`) while the drains of its rises fit `rises x drain <= (1 - wait_quantile) x busy minutes`, a
-   reclaim (`node x reclaim + use x preempt_loss`) while reclaims do. A loan must outlast the reversal
-   window by the take-back's lead. A pool with demand but too few demand minutes to absorb a single
-   reclaim (`(1 - q) x busy < reclaim`) is **sparse**: it lends nothing (a pool with no demand at all over
-   the window, the slow lane, lends freely). Nodes go one at a time to the best value per budget token,
-   while that value pays at least the token's price.
+   `L` is the loan's expected length: how long the donor's node is expected to stay idle (the mean spacing of
+   its demand's rises above the level it would keep, over the window that covers its idle span; with no rise
+   there, persistence: as long as it already has, capped at the history window; cut short where a calibrated
+   time-of-day profile expects the donor's demand back). `use` is what one more node would serve the taker per
+   minute over L, forecast at L's own scale (the trailing hour, day or week, or the profile where it forecasts
+   better). The last term is the donor's expected take-back at the rate its demand rose above the level it
+   keeps, at the cheaper `cost` of the take-backs its wait allowance absorbs: a drain (`node x drain`) while
+   the drains of its rises fit `rises x drain <= (1 - wait_quantile) x busy minutes`, a reclaim (`node x
+   reclaim + use x preempt_loss`) while reclaims do. A loan must outlast the reversal window by the
+   take-back's lead. A pool with demand but too few demand minutes to absorb a single reclaim (`(1 - q) x busy
+   < reclaim`) is **sparse**: it lends nothing (a pool with no demand at all over the window, the slow lane,
+   lends freely). Nodes go one at a time to the best value per budget token, while that value pays at least
+   the token's price.
 3. **The budget** is a token bucket: `moves_per_pool_day x pools` tokens a day, holding at most one
    day's worth (at least the 2 tokens of one lend) and starting empty (the future's budget is never
    spent). A lend from the node's home costs 2 tokens (the move and its return), a lend of a borrowed
@@ -544,9 +545,9 @@ class RebalancePolicy:
             if missed is not None:  # foreseen: its take-back comes in time but for the forecast's misses
                 busy = donor.outlook.busy_minutes()
                 idle_cache[key] = (span, missed, busy, p.history_min)
-            else:  # persistence, but no longer than the mean spacing of the rises seen at that scale
+            else:  # the mean spacing of its rises at that level (a renewal reading); none: persistence
                 rises, busy, held = donor.outlook.rises(keep, span)
-                idle_cache[key] = (min(span, held / rises) if rises else span, rises, busy, held)
+                idle_cache[key] = (min(p.history_min, held / rises) if rises else span, rises, busy, held)
         loan, rises, busy, held = idle_cache[key]
         # the take-backs the donor's wait allowance absorbs: by drain, or (faster, at the holder's expense)
         # by reclaim; a loan must outlast the reversal window by the take-back's lead

@@ -97,6 +97,17 @@ def test_lends_an_idle_node_for_the_expected_loan_with_its_evidence() -> None:
     assert evidence["move_budget_tokens"].value == pytest.approx(0.0)  # budget left: a full bucket (2) - 2
 
 
+def test_a_donor_that_rises_expects_a_loan_of_the_mean_spacing_of_its_rises() -> None:
+    """Seven rises in a week: a loan is expected to last a day (the mean spacing), however recently the
+    demand fell; with no rise at that level, as long as it has already been idle (persistence)."""
+    rising = pool("idle", 32, 0, 0, Stub(idle_min=120.0, rises_seen=7))
+    moves = POLICY.propose(view(pool("busy", 16, 16, 8), rising))
+    assert {e.signal: e.value for e in moves[0].evidence}["donor_idle_min"] == pytest.approx(DAY)
+    quiet = pool("idle", 32, 0, 0, Stub(idle_min=120.0))
+    moves = POLICY.propose(view(pool("busy", 16, 16, 8), quiet))
+    assert {e.signal: e.value for e in moves[0].evidence}["donor_idle_min"] == pytest.approx(120.0)
+
+
 def test_asks_for_as_many_nodes_as_the_shortfall_and_no_more() -> None:
     moves = POLICY.propose(view(pool("busy", 16, 16, 20), pool("idle", 64, 0), *FILL))
     assert sum(m.nodes for m in moves) == 3  # 20 GPUs waiting: 3 nodes
