@@ -6,7 +6,8 @@ Items, all from the shared trace's first nine days (May 10 has no jobs):
 - stress variants scored over their whole span: pending x2, pending x3, roles swapped, roles swapped with
   pending x2, and the days shuffled in 3-day blocks (order 3, 1, 2);
 - with `--held-out`, the second and third rounds' held-out items (development data since round four);
-- with `--held-out-4`, the round-four held-out items (run once, for that round's final report).
+- with `--held-out-4`, the round-four held-out items (development data since round five);
+- with `--held-out-5`, the round-five held-out items (run once, for that round's final report).
 For each item it prints policy, static, scheduler-native sharing, the budgeted reference plan (the target's
 ceiling), the planner with hindsight, the upper bound at the planner's budget and the unbudgeted bound
 (coverage beyond static, coverage, moves per pool-day, reversals per 30 days, worst p95 and p99 wait
@@ -45,7 +46,8 @@ MOVES = 0.5
 REVERSALS_30D = 1.0
 P95, P99 = 1.05, 1.5
 SEEDS = (1001, 1002, 1003)  # held-out shuffles (rounds 2-3; development data since round 4)
-SEEDS_4 = (4001, 4002, 4003)  # round-four held-out shuffles
+SEEDS_4 = (4001, 4002, 4003)  # round-four held-out shuffles (development data since round five)
+SEEDS_5 = (5001, 5002, 5003)  # round-five held-out shuffles
 BUSIER = 2.2  # the later weeks' pending GPU-minutes per day against May 1-10
 
 
@@ -85,9 +87,9 @@ def swapped(trace: Trace) -> Trace:
     return reassigned(trace, lambda i, n: n - 1 - i)
 
 
-def rotated(trace: Trace) -> Trace:
-    """Roles rotated by half: rank i gets the demand of rank (i + n // 2) mod n."""
-    return reassigned(trace, lambda i, n: (i + n // 2) % n)
+def rotated(trace: Trace, part: int = 2) -> Trace:
+    """Roles rotated by a `part`-th: rank i gets the demand of rank (i + n // part) mod n."""
+    return reassigned(trace, lambda i, n: (i + n // part) % n)
 
 
 def shuffled(trace: Trace) -> Trace:
@@ -143,6 +145,18 @@ def held_out_4_items(base: Trace) -> list[tuple[str, Trace, int]]:
     ]
     out.append(("held-out 4: roles rotated x1.5", scaled(rotated(base), 1.5), 0))
     out.append((f"held-out 4: swapped x{BUSIER}, May 5-9", scaled(swapped(base), BUSIER), 4 * per_day))
+    return out
+
+
+def held_out_5_items(base: Trace) -> list[tuple[str, Trace, int]]:
+    """The round-five held-out items of docs/backtest.md (declared before round five; run once)."""
+    per_day = round(1440 / base.step_min)
+    out = [
+        (f"held-out 5: days shuffled x{BUSIER}, seed {s}", scaled(days_shuffled(base, s), BUSIER), 0)
+        for s in SEEDS_5
+    ]
+    out.append(("held-out 5: roles rotated by a third x2", scaled(rotated(base, 3), 2.0), 0))
+    out.append(("held-out 5: pending x2.5, May 3-9", scaled(base, 2.5), 2 * per_day))
     return out
 
 
@@ -203,6 +217,9 @@ def main(argv: list[str]) -> int:
         "--held-out-4", action="store_true", help="also run the round-four held-out items (its final report)"
     )
     parser.add_argument(
+        "--held-out-5", action="store_true", help="also run the round-five held-out items (its final report)"
+    )
+    parser.add_argument(
         "--no-profile",
         action="store_true",
         help="the planner without its time-of-day profile (to measure it)",
@@ -236,6 +253,7 @@ def main(argv: list[str]) -> int:
     met_all = 0
     every = items(base) + (held_out_items(base) if args.held_out else [])
     every += held_out_4_items(base) if args.held_out_4 else []
+    every += held_out_5_items(base) if args.held_out_5 else []
     chosen = [x for x in every if not args.only or any(o in x[0] for o in args.only)]
     for name, trace, first in chosen:
         started = time.perf_counter()
