@@ -136,28 +136,32 @@ def held_out_items(base: Trace) -> list[tuple[str, Trace, int]]:
     return out
 
 
+def busier_shuffles(base: Trace, label: str, seeds: tuple[int, ...]) -> list[tuple[str, Trace, int]]:
+    """The whole days in a random order per seed, pending x BUSIER, scored whole."""
+    return [
+        (f"{label}: days shuffled x{BUSIER}, seed {s}", scaled(days_shuffled(base, s), BUSIER), 0)
+        for s in seeds
+    ]
+
+
 def held_out_4_items(base: Trace) -> list[tuple[str, Trace, int]]:
     """The round-four held-out items of docs/backtest.md (declared before round four; run once)."""
     per_day = round(1440 / base.step_min)
-    out = [
-        (f"held-out 4: days shuffled x{BUSIER}, seed {s}", scaled(days_shuffled(base, s), BUSIER), 0)
-        for s in SEEDS_4
+    return [
+        *busier_shuffles(base, "held-out 4", SEEDS_4),
+        ("held-out 4: roles rotated x1.5", scaled(rotated(base), 1.5), 0),
+        (f"held-out 4: swapped x{BUSIER}, May 5-9", scaled(swapped(base), BUSIER), 4 * per_day),
     ]
-    out.append(("held-out 4: roles rotated x1.5", scaled(rotated(base), 1.5), 0))
-    out.append((f"held-out 4: swapped x{BUSIER}, May 5-9", scaled(swapped(base), BUSIER), 4 * per_day))
-    return out
 
 
 def held_out_5_items(base: Trace) -> list[tuple[str, Trace, int]]:
     """The round-five held-out items of docs/backtest.md (declared before round five; run once)."""
     per_day = round(1440 / base.step_min)
-    out = [
-        (f"held-out 5: days shuffled x{BUSIER}, seed {s}", scaled(days_shuffled(base, s), BUSIER), 0)
-        for s in SEEDS_5
+    return [
+        *busier_shuffles(base, "held-out 5", SEEDS_5),
+        ("held-out 5: roles rotated by a third x2", scaled(rotated(base, 3), 2.0), 0),
+        ("held-out 5: pending x2.5, May 3-9", scaled(base, 2.5), 2 * per_day),
     ]
-    out.append(("held-out 5: roles rotated by a third x2", scaled(rotated(base, 3), 2.0), 0))
-    out.append(("held-out 5: pending x2.5, May 3-9", scaled(base, 2.5), 2 * per_day))
-    return out
 
 
 def items(base: Trace) -> list[tuple[str, Trace, int]]:
