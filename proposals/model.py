@@ -4,6 +4,12 @@ Input limits (a proposal is small; anything bigger is a mistake or an attack, re
 before it is parsed): at most `MAX_DOCUMENT_BYTES` of JSON nested at most `MAX_DEPTH` deep, texts
 (`expected_effect`, evidence queries) of at most `MAX_TEXT_CHARS`, at most `MAX_ITEMS` changes and as many
 evidence items.
+
+A `move_nodes` proposal may name the nodes it takes back by **reclaim** (`reclaim`: a canonical node list,
+each node one that leaves a Slurm partition in its changes): the hooks requeue the jobs running on them at
+once instead of waiting for them to end, when the operator allows it. Absent (or empty) means every node
+drains, as before the field existed; it is left out of the canonical JSON then, so older proposals keep
+their ids.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ KIND_FAMILIES: Mapping[str, frozenset[str]] = {
 _WINDOW = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
 _POLICY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _FIELDS = ("kind", "changes", "evidence", "expected_effect", "created_at", "expires_at", "policy")
+_OPTIONAL = ("reclaim",)
 
 MAX_DOCUMENT_BYTES = 1 << 20
 """A proposal file or request body: 1 MiB (a move of thousands of nodes takes well under 100 KiB)."""
@@ -79,6 +86,8 @@ class Proposal:
     created_at: datetime
     expires_at: datetime
     policy: str
+    reclaim: str = ""
+    """Nodes taken back by reclaim (their jobs requeued at once), a canonical node list; empty: none."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "changes", tuple(self.changes))
@@ -86,6 +95,7 @@ class Proposal:
         problems: list[str] = []
         _check_kind(self.kind, problems)
         _check_changes(self.kind, [vars(change) for change in self.changes], problems)
+        _check_reclaim(self.kind, self.reclaim, [vars(change) for change in self.changes], problems)
         for index, item in enumerate(self.evidence):
             _check_evidence(f"evidence[{index}]", vars(item), problems)
         _check_text("expected_effect", self.expected_effect, problems)
@@ -94,9 +104,14 @@ class Proposal:
         if problems:
             raise ProposalFormatError([_cut(problem) for problem in problems])
 
+    @property
+    def reclaim_nodes(self) -> tuple[str, ...]:
+        """The nodes of `reclaim`, in natural order (empty: every node drains)."""
+        return targets.parse_node_list(self.reclaim) if self.reclaim else ()
+
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data (timestamps as RFC 3339 UTC text)."""
-        return {
+        """Plain JSON-ready data (timestamps as RFC 3339 UTC text); `reclaim` only when it names nodes."""
+        data: dict[str, Any] = {
             "kind": self.kind,
             "changes": [{"target": c.target, "before": c.before, "after": c.after} for c in self.changes],
             "evidence": [
@@ -108,6 +123,9 @@ class Proposal:
             "expires_at": format_rfc3339(self.expires_at),
             "policy": self.policy,
         }
+        if self.reclaim:
+            data["reclaim"] = self.reclaim
+        return data
 
     def canonical_json(self) -> bytes:
         """Sorted keys, no spaces, UTF-8: the bytes the id is computed from and the store keeps."""
@@ -191,7 +209,7 @@ def _build(raw: object, problems: list[str]) -> Proposal | None:
     if not isinstance(raw, dict):
         problems.append("a proposal must be a JSON object")
         return None
-    for key in sorted(set(raw) - set(_FIELDS) - {"id"}):
+    for key in sorted(set(raw) - set(_FIELDS) - set(_OPTIONAL) - {"id"}):
         problems.append(f"{key}: unknown key")
     for key in _FIELDS:
         if key not in raw:
@@ -212,6 +230,9 @@ def _build(raw: object, problems: list[str]) -> Proposal | None:
         _check_text("expected_effect", raw["expected_effect"], problems)
     if "policy" in raw:
         _check_policy(raw["policy"], problems)
+    reclaim = raw.get("reclaim", "")
+    if changes is not None:
+        _check_reclaim(kind, reclaim, changes, problems)
     created = _time("created_at", raw["created_at"], problems) if "created_at" in raw else None
     expires = _time("expires_at", raw["expires_at"], problems) if "expires_at" in raw else None
     if created is not None and expires is not None:
@@ -226,6 +247,7 @@ def _build(raw: object, problems: list[str]) -> Proposal | None:
         created_at=created,
         expires_at=expires,
         policy=cast(str, raw["policy"]),
+        reclaim=cast(str, reclaim),
     )
     if "id" in raw and raw["id"] != proposal.id:
         problems.append(f"id: does not match the content (content id is {proposal.id})")
@@ -307,6 +329,41 @@ def _check_changes(kind: object, changes: list[dict[str, Any]], problems: list[s
                     problems.append(f"{where}.{key}: {exc}")
         if "before" in values and values.get("before") == values.get("after"):
             problems.append(f"{where}.after: equals before (nothing would change)")
+
+
+def _check_reclaim(kind: object, reclaim: object, changes: list[dict[str, Any]], problems: list[str]) -> None:
+    """`reclaim`: a canonical node list of nodes that leave a Slurm partition, on a move_nodes proposal."""
+    if reclaim == "":
+        return
+    if not isinstance(reclaim, str):
+        problems.append(f"reclaim: must be a node list string (empty: none), got {_shown(reclaim)}")
+        return
+    if kind != "move_nodes":
+        problems.append(f"reclaim: only a move_nodes proposal takes nodes back, not {_shown(kind)}")
+        return
+    try:
+        nodes = targets.parse_node_list(reclaim)
+    except ValueError as exc:
+        problems.append(f"reclaim: {exc}")
+        return
+    leaving: set[str] = set()
+    for change in changes:
+        name, before, after = (change.get(key) for key in ("target", "before", "after"))
+        if not (isinstance(name, str) and isinstance(before, str) and isinstance(after, str)):
+            continue
+        try:
+            if targets.parse_target(name).family != targets.SLURM_NODES:
+                continue
+            leaving |= set(targets.parse_node_list(before)) - set(targets.parse_node_list(after))
+        except ValueError:
+            continue  # reported with the change
+    if len(nodes) > MAX_ITEMS:
+        problems.append(f"reclaim: {len(nodes)} nodes; at most {MAX_ITEMS}")
+    elif stray := [node for node in nodes if node not in leaving]:
+        problems.append(
+            f"reclaim: {','.join(stray)} leave(s) no Slurm partition in the changes; only a node that "
+            "leaves one can be taken back"
+        )
 
 
 def _check_evidence(where: str, item: dict[str, Any], problems: list[str]) -> None:

@@ -30,3 +30,9 @@ def test_policy_file_example_is_valid() -> None:
     assert config.who == "policy:night-shift"
     assert config.auto_approve.covers("set_port_group")
     assert "docs/configuration.md" in (approval_config.__doc__ or "")  # the example moved there
+
+
+def test_reclaim_example_in_the_docs_is_valid() -> None:
+    doc = (REPO / "docs" / "proposals.md").read_text()
+    (example,) = [block for block in re.findall(r"```json\n(.*?)```", doc, re.S) if '"reclaim"' in block]
+    assert from_json(example).reclaim_nodes == ("gpu012",)

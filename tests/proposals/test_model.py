@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime
 
 import pytest
 
 from proposals.errors import ProposalFormatError
-from proposals.model import Change, Evidence, Proposal, from_dict, from_json
+from proposals.model import Change, Evidence, Proposal, canonical_bytes, from_dict, from_json
 from tests.proposals.factory import move_doc, vl_weights_doc
 
 
@@ -156,3 +157,55 @@ def test_text_that_cannot_be_canonical_is_refused() -> None:
         "policy",
         "created_at",
     ]
+
+
+# --- reclaim: the nodes a move_nodes proposal takes back by requeueing their jobs ------------------
+
+
+def test_a_proposal_without_reclaim_keeps_its_id_and_drains() -> None:
+    doc = move_doc(2)
+    old = from_dict(doc)  # as stored before the field existed
+    assert old.reclaim == "" and old.reclaim_nodes == ()
+    assert "reclaim" not in old.to_dict() and b"reclaim" not in old.canonical_json()
+    assert from_dict(dict(doc, reclaim="")).id == old.id  # empty is the same as absent
+    # the id a store computed before the field existed: sha256 of the same canonical bytes
+    legacy = dict(
+        doc,
+        evidence=[{"query": 'pool:pending_gpus{pool="b"}', "window": "30m", "value": 16.0, "threshold": 8.0}],
+    )
+    assert hashlib.sha256(canonical_bytes(legacy)).hexdigest() == old.id
+
+
+def test_reclaim_round_trips_and_changes_the_id() -> None:
+    p = from_dict(dict(move_doc(2), reclaim="a1,a2"))
+    assert p.reclaim_nodes == ("a1", "a2")
+    assert p.to_dict()["reclaim"] == "a1,a2"
+    again = from_json(p.canonical_json())
+    assert again == p and again.id == p.id
+    assert p.id != from_dict(move_doc(2)).id
+    assert from_dict(dict(p.to_dict(), id=p.id)) == p
+
+
+@pytest.mark.parametrize(
+    ("doc", "problem"),
+    [
+        (dict(move_doc(2), reclaim="a2,a1"), "reclaim: must be unique names in natural sort order: a1,a2"),
+        (dict(move_doc(2), reclaim=["a1"]), "reclaim: must be a node list string (empty: none), got ['a1']"),
+        (dict(move_doc(2), reclaim="a1,a3"), "reclaim: a3 leave(s) no Slurm partition in the changes"),
+        (dict(move_doc(2), reclaim="b1"), "reclaim: b1 leave(s) no Slurm partition"),
+        (dict(vl_weights_doc(), reclaim="a1"), "reclaim: only a move_nodes proposal takes nodes back"),
+    ],
+)
+def test_a_bad_reclaim_is_refused_with_its_key(doc: dict[str, object], problem: str) -> None:
+    with pytest.raises(ProposalFormatError) as err:
+        from_dict(doc)
+    assert [p for p in err.value.problems if p.startswith(problem)], err.value.problems
+
+
+def test_a_constructed_proposal_checks_reclaim_too() -> None:
+    p = from_dict(move_doc(1))
+    with pytest.raises(ProposalFormatError, match="reclaim: a2 leave"):
+        Proposal(p.kind, p.changes, p.evidence, p.expected_effect, p.created_at, p.expires_at, p.policy, "a2")
+    assert Proposal(
+        p.kind, p.changes, p.evidence, p.expected_effect, p.created_at, p.expires_at, p.policy, "a1"
+    ).reclaim_nodes == ("a1",)
