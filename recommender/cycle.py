@@ -338,8 +338,8 @@ def _group_proposal(
     *,
     running: set[str],
 ) -> Proposal:
-    """One `move_nodes` proposal for a group of moves; a reclaim's effect names the nodes whose jobs it
-    requeues (those the signals show running)."""
+    """One `move_nodes` proposal for a group of moves; a reclaim's nodes are its `reclaim` (the hooks
+    requeue their jobs at once) and its effect names those the signals show running."""
     order: list[str] = []
     after: dict[str, set[str]] = {}
     for move, chosen in group:
@@ -371,11 +371,12 @@ def _group_proposal(
         created_at=created,
         expires_at=created + timedelta(seconds=expires_seconds),
         policy=policy.name,
+        reclaim=targets.format_node_list(n for move, chosen in group if move.kind == RECLAIM for n in chosen),
     )
 
 
 def _requeues(move: Move, chosen: Sequence[str], running: set[str]) -> str:
-    """For a reclaim, the nodes whose jobs the hooks are to requeue (`on_drain_deadline: requeue`)."""
+    """For a reclaim, the nodes whose jobs the hooks are to requeue (with `slurm.reclaims: allow`)."""
     if move.kind != RECLAIM:
         return ""
     busy = [n for n in chosen if n in running]

@@ -10,10 +10,18 @@ import pytest
 
 from proposals.states import APPLIED, APPROVED, PENDING, REJECTED
 from proposals.store import Store
-from recommender.cycle import Recommender
-from recommender.policies.rebalance import Loan, MoveRecord, RebalanceParams, RebalancePolicy
+from recommender.cycle import Recommender, moves_to_proposals
+from recommender.policies.rebalance import (
+    RECLAIM,
+    TAKEBACK,
+    Loan,
+    MoveRecord,
+    RebalanceParams,
+    RebalancePolicy,
+)
+from recommender.policies.rebalance import Move as PolicyMove
 from recommender.signals.history import PoolHistory, cluster_view
-from recommender.signals.placement import place, read_moves
+from recommender.signals.placement import Placement, place, read_moves
 from tests.recommender.live import T0, Fixed, advance, move, snap, submit
 
 # Compressed like the demo: plan every minute, 1-minute drain, 2-minute reversal window, a roomy budget.
@@ -56,6 +64,7 @@ def test_an_owner_whose_demand_returns_takes_its_lent_node_back(tmp_path: Path) 
         seen = cycle(r, T0 + 180, LENT, busy=("a1", "a2"), pending={"a": 8})
         assert len(seen) == 1 and seen[0].startswith("takeback: 1 node(s) (a2) of a from b to a")
         proposal = store.list_proposals(PENDING)[-1]
+        assert proposal.proposal.reclaim == ""  # a take-back by drain
         assert proposal.proposal.changes[0].after == "b1"
         queries = [e.query for e in proposal.proposal.evidence]
         assert any("ibpool_pool_capacity_gpus" in q for q in queries) and any("budget" in q for q in queries)
@@ -69,8 +78,8 @@ def test_an_owner_whose_demand_returns_takes_its_lent_node_back(tmp_path: Path) 
 
 def test_a_reclaim_proposal_says_it_requeues_the_jobs_on_the_node(tmp_path: Path) -> None:
     """With a reclaim faster than a drain (1 minute against 4) the owner short a node's worth reclaims a2,
-    busy at b: a `move_nodes` proposal like any other whose effect and evidence say it requeues a2's jobs
-    (the hooks' `on_drain_deadline: requeue`)."""
+    busy at b: a `move_nodes` proposal whose `reclaim` names a2 (the hooks requeue its jobs at once, with
+    `reclaims: allow`) and whose effect and evidence say so; a drain's proposal names none."""
     params = replace(PARAMS, drain_min=4.0, reclaim_min=1.0)
     with Store(tmp_path / "p.db") as store:
         submit(store, move("a", "b", ["a2"], HOME))
@@ -81,6 +90,7 @@ def test_a_reclaim_proposal_says_it_requeues_the_jobs_on_the_node(tmp_path: Path
         assert seen[0].endswith("[requeue jobs on: a2]")
         proposal = store.list_proposals(PENDING)[-1].proposal
         assert proposal.kind == "move_nodes" and proposal.changes[0].after == "b1"
+        assert proposal.reclaim_nodes == ("a2",)
         queries = [e.query for e in proposal.evidence]
         assert any("requeue" in q for q in queries)
 
@@ -224,3 +234,21 @@ def test_once_shows_progress(tmp_path: Path) -> None:
         r = rec(store, progress=lines)
         cycle(r, T0, BORROW, busy=("n1",), pending={"busy": 16})
     assert lines[0].startswith("fetching signals") and any(x.startswith("planning over") for x in lines)
+
+
+def test_a_grouped_proposal_reclaims_only_the_reclaims_nodes() -> None:
+    """b holds a2 (a's) and c2 (c's), both busy: a reclaims a2 while c takes c2 back by drain. The moves
+    share b, so they are one proposal; its `reclaim` names a2 only (c2's jobs are left to end)."""
+    signals = snap(T0, {"a": ["a1"], "b": ["a2", "b1", "c2"], "c": ["c1"]}, busy=("a2", "c2"))
+    where = Placement(home={"a2": "a", "c2": "c"}, at={"a2": "b", "c2": "b"})
+    moves = [
+        PolicyMove(RECLAIM, "b", "a", "a", 1, "the owner wants it now", ()),
+        PolicyMove(TAKEBACK, "b", "c", "c", 1, "the owner's demand returned", ()),
+    ]
+    (proposal,) = moves_to_proposals(signals, moves, RebalancePolicy(PARAMS), placement=where)
+    assert {c.target: c.after for c in proposal.changes} == {
+        "slurm.partition.b.nodes": "b1",
+        "slurm.partition.a.nodes": "a1,a2",
+        "slurm.partition.c.nodes": "c1,c2",
+    }
+    assert proposal.reclaim_nodes == ("a2",)
