@@ -108,7 +108,8 @@ def make_plan(store: Store, sides: Sequence[Side], limits: BlastRadius, proposal
         refusals += [f"blast radius: {p}" for p in blast_radius_check(store, stored, limits)]
         if len(status) == len(proposal.changes):  # every side could be read
             refusals += validation_problems(groups)
-    actions = tuple((side.name, tuple(_describe(side, changes))) for side, changes in pending)
+    reclaim = proposal.reclaim_nodes
+    actions = tuple((side.name, tuple(_describe(side, changes, reclaim))) for side, changes in pending)
     return Plan(
         stored.id,
         proposal.kind,
@@ -129,9 +130,9 @@ def _read(side: Side, target: str) -> str | None:
         return None
 
 
-def _describe(side: Side, changes: Sequence[Any]) -> list[str]:
+def _describe(side: Side, changes: Sequence[Any], reclaim: Sequence[str]) -> list[str]:
     try:
-        return side.describe(changes)
+        return side.describe(changes, reclaim)
     except HookError as exc:
         return [f"(cannot describe: {exc})"]
 

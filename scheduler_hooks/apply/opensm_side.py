@@ -90,8 +90,8 @@ class OpenSMSide:
         """The adapter's validation (values, files, port groups, partitions, known members)."""
         return [str(problem) for problem in self.adapter.validate(_plain(changes))]
 
-    def describe(self, changes: Sequence[Change]) -> list[str]:
-        """Files to rewrite, the signal, and how the fabric is checked."""
+    def describe(self, changes: Sequence[Change], reclaim: Sequence[str] = ()) -> list[str]:
+        """Files to rewrite, the signal, and how the fabric is checked (a reclaim is Slurm's business)."""
         kinds = [parse_target(c.target).kind for c in changes]
         files = sorted({str(getattr(self.config, _FILES[kind])) for kind in kinds})
         checks = sorted({_SMP[kind] for kind in kinds})
@@ -104,8 +104,11 @@ class OpenSMSide:
 
     # --- acting ----------------------------------------------------------------------------------
 
-    def apply(self, proposal_id: str, changes: Sequence[Change], sink: StepSink) -> SideResult:
-        """apply, then verify; on a mismatch the adapter's rollback restores the previous files."""
+    def apply(
+        self, proposal_id: str, changes: Sequence[Change], sink: StepSink, reclaim: Sequence[str] = ()
+    ) -> SideResult:
+        """apply, then verify; on a mismatch the adapter's rollback restores the previous files (`reclaim`
+        is Slurm's business: no job runs in a partition file)."""
         seen: list[tuple[str, Mapping[str, Any]]] = []
 
         def keep(step: str, detail: Mapping[str, Any]) -> None:

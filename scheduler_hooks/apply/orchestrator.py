@@ -193,7 +193,7 @@ class Orchestrator:
         progress = parse(self.store.steps(pid))
         reason = progress.rollback_reason or progress.failure or "interrupted"
         if stored.state == APPLYING:
-            failure = self._forward(pid, groups, progress, recovering)
+            failure = self._forward(pid, groups, progress, recovering, stored.proposal.reclaim_nodes)
             if failure is None:
                 final = parse(self.store.steps(pid))
                 done = ", ".join(f"{side.name} {final.side(side.name).result}" for side, _ in groups)
@@ -203,8 +203,11 @@ class Orchestrator:
             reason = failure
         return self._roll_back(pid, groups, reason, recovering)
 
-    def _forward(self, pid: str, groups: Sequence[Group], progress: Progress, recovering: bool) -> str | None:
-        """Bring every side to `after` (apply, or finish an interrupted apply); the failure, if any."""
+    def _forward(
+        self, pid: str, groups: Sequence[Group], progress: Progress, recovering: bool, reclaim: Sequence[str]
+    ) -> str | None:
+        """Bring every side to `after` (apply, or finish an interrupted apply); the failure, if any.
+        `reclaim`: the proposal's nodes taken back by reclaim, passed to each side's apply."""
         for side, changes in groups:
             state = progress.side(side.name)
             if state.result == "failed":
@@ -218,7 +221,7 @@ class Orchestrator:
             else:
                 self._step(pid, steps.BEGIN, {"side": side.name})
                 try:
-                    result = side.apply(pid, changes, self._sink(pid, side.name))
+                    result = side.apply(pid, changes, self._sink(pid, side.name), reclaim)
                 except SideFailedError as exc:
                     self._failed(pid, side, str(exc), exc.undone)
                     return str(exc)

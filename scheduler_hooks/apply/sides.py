@@ -2,7 +2,8 @@
 
 A side is a thin wrapper around one adapter. It never touches the store: every adapter step goes to the
 `StepSink` it is given, and everything it needs to roll back or recover is rebuilt from those steps
-(`recorded`: this side's steps of one proposal, in order, as the sink received them).
+(`recorded`: this side's steps of one proposal, in order, as the sink received them). `reclaim`: the nodes
+the proposal takes back by reclaim (`Proposal.reclaim_nodes`); a side without jobs to requeue ignores it.
 """
 
 from __future__ import annotations
@@ -62,11 +63,13 @@ class Side(Protocol):
         """Every problem with `changes` (empty: they may be applied)."""
         ...
 
-    def describe(self, changes: Sequence[Change]) -> list[str]:
+    def describe(self, changes: Sequence[Change], reclaim: Sequence[str] = ()) -> list[str]:
         """What applying would run, one line each (for the dry run)."""
         ...
 
-    def apply(self, proposal_id: str, changes: Sequence[Change], sink: StepSink) -> SideResult:
+    def apply(
+        self, proposal_id: str, changes: Sequence[Change], sink: StepSink, reclaim: Sequence[str] = ()
+    ) -> SideResult:
         """Apply and verify: APPLIED or NOOP; SideFailedError (undone or not) otherwise."""
         ...
 

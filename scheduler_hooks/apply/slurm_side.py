@@ -13,7 +13,7 @@ from proposals.model import Change
 from scheduler_hooks.apply.sides import AFTER, BEFORE, STALE, Recorded, SideFailedError, SideResult, StepSink
 from scheduler_hooks.errors import HookError, SlurmApplyFailedError
 from scheduler_hooks.slurm import ApplyRecord, Outcome, SlurmAdapter, SlurmConfig, Step
-from scheduler_hooks.slurm.config import REQUEUE
+from scheduler_hooks.slurm.config import ALLOW, REQUEUE
 from scheduler_hooks.slurm.plan import plan_changes
 
 _UNDONE = (Step.ROLLED_BACK, Step.GAVE_UP)
@@ -56,20 +56,30 @@ class SlurmSide:
         """Names, partitions, nodes, empty partitions and slurm.conf, every problem at once."""
         return [f"slurm: {problem}" for problem in self.adapter.validate(changes)]
 
-    def describe(self, changes: Sequence[Change]) -> list[str]:
-        """Nodes to drain, the partition updates, the read-back and persistence."""
+    def describe(self, changes: Sequence[Change], reclaim: Sequence[str] = ()) -> list[str]:
+        """Nodes to drain, a reclaim's requeue (or that it is applied as a drain), the partition updates,
+        the read-back and persistence."""
         plan = plan_changes(changes, self.adapter.live.partitions())
         leaving = sorted(set().union(*(p.leaving for p in plan.plans)))
+        reclaimed = [name for name in leaving if name in set(reclaim)]
+        at_once = reclaimed if self.config.reclaims == ALLOW else []
+        waiting = [name for name in leaving if name not in at_once]
         lines = []
-        if leaving:
-            then = (
-                "requeue the jobs still running"
-                if self.config.on_drain_deadline == REQUEUE
-                else "give up and resume"
-            )
+        requeue = self.config.on_drain_deadline == REQUEUE
+        then = "requeue the jobs still running" if requeue else "give up and resume"
+        deadline = f"deadline {self.config.drain_deadline_seconds:g} s, then {then}"
+        if at_once:
             lines.append(
-                f"drain {','.join(leaving)} and wait for their running jobs to end "
-                f"(deadline {self.config.drain_deadline_seconds:g} s, then {then})"
+                f"reclaim {','.join(at_once)} (slurm.reclaims: allow): drain, and requeue the jobs running "
+                f"there at once (scontrol requeue: their work since the last checkpoint is lost), then wait "
+                f"up to {self.config.command_timeout_seconds:g} s for them to leave"
+            )
+        if waiting:
+            lines.append(f"drain {','.join(waiting)} and wait for their running jobs to end ({deadline})")
+        if reclaimed and not at_once:
+            lines.append(
+                f"the proposal reclaims {','.join(reclaimed)}: applied as a drain (slurm.reclaims: "
+                f"as_drain): nothing is requeued {'before the deadline' if requeue else 'for it'}"
             )
         lines += [
             f"scontrol update PartitionName={p.partition} Nodes={','.join(p.after)}" for p in plan.plans
@@ -83,8 +93,11 @@ class SlurmSide:
 
     # --- acting ----------------------------------------------------------------------------------
 
-    def apply(self, proposal_id: str, changes: Sequence[Change], sink: StepSink) -> SideResult:
-        """Drain, wait, set the full lists, resume, read back (and persist); undone on a failure."""
+    def apply(
+        self, proposal_id: str, changes: Sequence[Change], sink: StepSink, reclaim: Sequence[str] = ()
+    ) -> SideResult:
+        """Drain, wait (a reclaim's nodes: requeue at once, with `reclaims: allow`), set the full lists,
+        resume, read back (and persist); undone on a failure."""
         seen: list[str] = []
 
         def keep(step: str, detail: Mapping[str, Any]) -> None:
@@ -92,7 +105,7 @@ class SlurmSide:
             sink(step, detail)
 
         try:
-            record = self.adapter.apply(changes, keep, proposal=proposal_id)
+            record = self.adapter.apply(changes, keep, proposal=proposal_id, reclaim=reclaim)
         except HookError as exc:
             # Nothing changed before `planned`; after it, only a reported rollback or give-up undid it.
             undone = not seen or seen[-1] in _UNDONE

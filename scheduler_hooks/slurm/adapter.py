@@ -6,6 +6,11 @@ reclaim that pays in lost work) and the move goes on once they have left. A fail
 (partitions set back to their full previous lists, our nodes resumed, slurm.conf restored) and raised as
 SlurmApplyFailedError with the record; every step is reported as it completes so that `recover` can
 finish or undo an apply that was interrupted.
+
+A proposal's reclaim (nodes taken back by requeueing their jobs) is honoured only with `reclaims: allow`:
+the jobs on those nodes are requeued as soon as they are drained (deadline 0, the same requeue), the other
+leaving nodes wait as configured. With `as_drain` they drain like the rest; the `planned` step records
+which (`reclaim`, `reclaims`, `requeue_at_once`) and a warning says so.
 """
 
 from __future__ import annotations
@@ -13,10 +18,11 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from proposals.targets import node_sort_key
 from scheduler_hooks.errors import (
     ChangeRejectedError,
     CommandFailedError,
@@ -29,7 +35,7 @@ from scheduler_hooks.errors import (
     SlurmStaleChangeError,
 )
 from scheduler_hooks.slurm.commands import Runner, SlurmCommands
-from scheduler_hooks.slurm.config import REQUEUE, SlurmConfig
+from scheduler_hooks.slurm.config import ALLOW, REQUEUE, SlurmConfig
 from scheduler_hooks.slurm.live import SlurmLive
 from scheduler_hooks.slurm.parse import NodeInfo
 from scheduler_hooks.slurm.plan import ChangeLike, check_changes, node_value, partition_of, plan_changes
@@ -133,9 +139,14 @@ class SlurmAdapter:
     # --- acting -----------------------------------------------------------------------------------
 
     def apply(
-        self, changes: Sequence[ChangeLike], on_step: OnStep | None = None, proposal: str = ""
+        self,
+        changes: Sequence[ChangeLike],
+        on_step: OnStep | None = None,
+        proposal: str = "",
+        reclaim: Collection[str] = (),
     ) -> ApplyRecord:
-        """Carry out `changes`; a no-op when every partition already holds its `after`.
+        """Carry out `changes`; a no-op when every partition already holds its `after`. `reclaim`: the
+        nodes the proposal takes back by reclaim (requeued at once only with `reclaims: allow`).
 
         Raises ChangeRejectedError (invalid), SlurmStaleChangeError (live state moved on),
         SlurmDrainDeadlineError (jobs outlived the deadline; nodes resumed, nothing else changed) or
@@ -155,7 +166,7 @@ class SlurmAdapter:
         if not plan.plans:
             return ApplyRecord(proposal, outcome=Outcome.NOOP)
         steps = _Steps(ApplyRecord(proposal), on_step)
-        steps.report(Step.PLANNED, self._planned(plan.plans, nodes, proposal))
+        steps.report(Step.PLANNED, self._planned(plan.plans, nodes, proposal, reclaim))
         try:
             self._drain_and_wait(steps)
             self._complete(steps)
@@ -199,9 +210,24 @@ class SlurmAdapter:
     # --- the steps --------------------------------------------------------------------------------
 
     def _planned(
-        self, plans: Sequence[PartitionPlan], nodes: Mapping[str, NodeInfo], proposal: str
+        self,
+        plans: Sequence[PartitionPlan],
+        nodes: Mapping[str, NodeInfo],
+        proposal: str,
+        reclaim: Collection[str],
     ) -> dict[str, Any]:
         leaving = sorted(set().union(*(plan.leaving for plan in plans)))
+        reclaimed = sorted(set(reclaim) & set(leaving), key=node_sort_key)
+        at_once = reclaimed if self.config.reclaims == ALLOW else []
+        if reclaimed and not at_once:
+            log.warning(
+                "proposal %s reclaims %s: applied as a drain (slurm.reclaims: as_drain): deadline %g s, "
+                "then %s",
+                proposal or "-",
+                ",".join(reclaimed),
+                self.config.drain_deadline_seconds,
+                self.config.on_drain_deadline,
+            )
         return {
             "partitions": {p.partition: {"before": list(p.before), "after": list(p.after)} for p in plans},
             "leaving": leaving,
@@ -209,6 +235,9 @@ class SlurmAdapter:
             "drain": [name for name in leaving if not (nodes[name].draining or nodes[name].down)],
             "reason": f"{REASON_PREFIX} {proposal}".strip(),
             "persist": self.config.persist,
+            "reclaim": reclaimed,  # what the proposal asked
+            "reclaims": self.config.reclaims,
+            "requeue_at_once": at_once,  # what is done: empty when applied as a drain
         }
 
     def _drain_and_wait(self, steps: _Steps) -> None:
@@ -219,21 +248,30 @@ class SlurmAdapter:
         steps.report(Step.DRAINED, {"nodes": to_drain, "reason": steps.record.reason})
         start = self._clock()
         deadline = start + self.config.drain_deadline_seconds
-        requeued = False
+        leave_by: dict[str, float] = {}  # node whose jobs were requeued -> when they must have left
+        at_once = self.live.busy(list(planned.get("requeue_at_once", [])))
+        if at_once:  # a reclaim: requeue now, whatever the deadline
+            self._requeue(steps, at_once, start, "reclaim")
+            leave_by |= dict.fromkeys(at_once, self._clock() + self.config.command_timeout_seconds)
         while busy := self.live.busy(leaving):
-            if self._clock() >= deadline:
-                if requeued or self.config.on_drain_deadline != REQUEUE:
-                    raise _DeadlinePassedError(busy, " (after requeueing their jobs)" if requeued else "")
-                self._requeue(steps, busy, start)
-                requeued = True
-                deadline = self._clock() + self.config.command_timeout_seconds  # for them to leave
+            now = self._clock()
+            late = [name for name in busy if name in leave_by and now >= leave_by[name]]
+            if late:
+                raise _DeadlinePassedError(late, " (after requeueing their jobs)")
+            waiting = [name for name in busy if name not in leave_by]
+            if waiting and now >= deadline:
+                if self.config.on_drain_deadline != REQUEUE:
+                    raise _DeadlinePassedError(waiting)
+                self._requeue(steps, waiting, start, "deadline")
+                leave_by |= dict.fromkeys(waiting, self._clock() + self.config.command_timeout_seconds)
                 continue
             self._sleep(self.config.poll_interval_seconds)
         steps.report(Step.JOBS_ENDED, {"nodes": leaving, "waited_seconds": round(self._clock() - start, 3)})
 
-    def _requeue(self, steps: _Steps, busy: Sequence[str], start: float) -> None:
+    def _requeue(self, steps: _Steps, busy: Sequence[str], start: float, why: str) -> None:
         """Requeue the jobs still running on `busy` (each on its own: one that cannot be requeued, e.g. an
-        interactive job, makes the move give up with the ones already requeued reported)."""
+        interactive job, makes the move give up with the ones already requeued reported); `why`: `reclaim`
+        (asked by the proposal) or `deadline` (`on_drain_deadline: requeue`)."""
         jobs = self.live.running_jobs(busy)
         done: list[str] = []
         failed = ""
@@ -245,7 +283,7 @@ class SlurmAdapter:
                 break
             done.append(job)
         waited = round(self._clock() - start, 3)
-        steps.report(Step.REQUEUED, {"nodes": list(busy), "jobs": done, "waited_seconds": waited})
+        steps.report(Step.REQUEUED, {"nodes": list(busy), "jobs": done, "waited_seconds": waited, "why": why})
         if failed:
             raise _DeadlinePassedError(busy, failed)
 

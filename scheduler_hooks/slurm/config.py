@@ -14,6 +14,8 @@ _FLAGS = ("persist", "allow_empty_partitions")
 _SECONDS = ("poll_interval_seconds", "drain_deadline_seconds", "command_timeout_seconds")
 GIVE_UP, REQUEUE = "give_up", "requeue"
 ON_DRAIN_DEADLINE = (GIVE_UP, REQUEUE)
+ALLOW, AS_DRAIN = "allow", "as_drain"
+RECLAIMS = (ALLOW, AS_DRAIN)
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,11 @@ class SlurmConfig:
     resumed, nothing changed) or requeues the jobs still running on the leaving nodes (`requeue`:
     `scontrol requeue`, their work since the last checkpoint lost) and completes once they have left,
     within `command_timeout_seconds`. Every command is killed after `command_timeout_seconds`.
+
+    A proposal's reclaim (the nodes it takes back by requeueing their jobs) is carried out only with
+    `reclaims: allow`: the jobs still running on those nodes are requeued as soon as they are drained,
+    whatever `on_drain_deadline` says. With `as_drain` (default: killing work is opted into) they drain
+    like any other node, and the record says the reclaim was applied as a drain.
     """
 
     slurm_conf: Path
@@ -38,6 +45,7 @@ class SlurmConfig:
     command_timeout_seconds: float = 30.0
     allow_empty_partitions: bool = False
     on_drain_deadline: str = GIVE_UP
+    reclaims: str = AS_DRAIN
 
     def __post_init__(self) -> None:
         problems = _problems({f.name: getattr(self, f.name) for f in fields(self)})
@@ -92,6 +100,12 @@ def _problems(values: Mapping[str, object]) -> list[str]:
     action = values.get("on_drain_deadline")
     if action is not None and action not in ON_DRAIN_DEADLINE:
         problems.append(f"on_drain_deadline: must be one of {', '.join(ON_DRAIN_DEADLINE)}, got {action!r}")
+    reclaims = values.get("reclaims")
+    if reclaims is not None and reclaims not in RECLAIMS:
+        problems.append(
+            f"reclaims: must be one of {', '.join(RECLAIMS)} (allow: requeue the jobs on a proposal's "
+            f"reclaimed nodes at once), got {reclaims!r}"
+        )
     suffix = values.get("backup_suffix")
     if suffix is not None and (not isinstance(suffix, str) or not suffix or "/" in suffix):
         problems.append(f"backup_suffix: must be a non-empty file-name suffix, got {suffix!r}")

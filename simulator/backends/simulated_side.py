@@ -5,7 +5,8 @@ is read back as an operator would see it (QoS tables from `/-/model`, partitions
 exporter). Each side records its steps, verifies by reading back, puts `before` back on a mismatch, and
 rolls back or recovers from its steps. `SimulatedQosSide` takes `opensm.vlarb_*` and `opensm.sl2vl`,
 `SimulatedSlurmSide` `slurm.partition.<pool>.nodes` (docs/simulator.md); with a frozen clock, its
-`advance_seconds` advances the model while it waits for drained jobs.
+`advance_seconds` advances the model while it waits for drained jobs. The simulated scheduler has no
+requeue: a proposal's reclaim drains here like any move (as the real hooks do with `reclaims: as_drain`).
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ class SimulatedQosSide:
                 problems.append(f"opensm: {change.target}: {exc}")
         return problems
 
-    def describe(self, changes: Sequence[Change]) -> list[str]:
+    def describe(self, changes: Sequence[Change], reclaim: Sequence[str] = ()) -> list[str]:
         """The opensm.conf lines posted."""
         return [f"POST /-/control/vl-weights {self._body(changes, 'after')!r}", "read back from /-/model"]
 
@@ -129,7 +130,9 @@ class SimulatedQosSide:
         self.client.post("/-/control/vl-weights", self._body(changes, side))
         return [c.target for c in changes if self.read(c.target) != getattr(c, side)]
 
-    def apply(self, proposal_id: str, changes: Sequence[Change], sink: StepSink) -> SideResult:
+    def apply(
+        self, proposal_id: str, changes: Sequence[Change], sink: StepSink, reclaim: Sequence[str] = ()
+    ) -> SideResult:
         """Post the new tables, read back; on a mismatch put `before` back."""
         if all(v == AFTER for v in self.status(changes).values()):
             return SideResult.NOOP
@@ -272,7 +275,7 @@ class SimulatedSlurmSide:
             gone |= set(targets.parse_node_list(change.before)) - set(targets.parse_node_list(change.after))
         return sorted(gone, key=targets.node_sort_key)
 
-    def describe(self, changes: Sequence[Change]) -> list[str]:
+    def describe(self, changes: Sequence[Change], reclaim: Sequence[str] = ()) -> list[str]:
         """Drain, the partition updates, resume, read back."""
         lines = []
         leaving = self._leaving(changes)
@@ -315,7 +318,9 @@ class SimulatedSlurmSide:
         if nodes:
             self.client.post("/-/control/resume", f"NodeName={','.join(nodes)}")
 
-    def apply(self, proposal_id: str, changes: Sequence[Change], sink: StepSink) -> SideResult:
+    def apply(
+        self, proposal_id: str, changes: Sequence[Change], sink: StepSink, reclaim: Sequence[str] = ()
+    ) -> SideResult:
         """Drain, wait, set the full lists, resume, read back; undone on a failure."""
         if all(v == AFTER for v in self.status(changes).values()):
             return SideResult.NOOP

@@ -56,6 +56,7 @@ class FakeSide:
         self.fail_read = False
         self.problems: list[str] = []
         self.calls: list[str] = []
+        self.reclaims: list[tuple[str, ...]] = []  # the reclaim each apply was given
 
     def handles(self, target: str) -> bool:
         return target.startswith(f"{self.name}.")
@@ -79,11 +80,15 @@ class FakeSide:
     def validate(self, changes: Sequence[Change]) -> list[str]:
         return list(self.problems)
 
-    def describe(self, changes: Sequence[Change]) -> list[str]:
-        return [f"set {c.target} to {c.after}" for c in changes]
+    def describe(self, changes: Sequence[Change], reclaim: Sequence[str] = ()) -> list[str]:
+        lines = [f"set {c.target} to {c.after}" for c in changes]
+        return lines + ([f"reclaim {','.join(reclaim)}"] if reclaim else [])
 
-    def apply(self, proposal_id: str, changes: Sequence[Change], sink: StepSink) -> SideResult:
+    def apply(
+        self, proposal_id: str, changes: Sequence[Change], sink: StepSink, reclaim: Sequence[str] = ()
+    ) -> SideResult:
         self.calls.append("apply")
+        self.reclaims.append(tuple(reclaim))
         if all(v == AFTER for v in self.status(changes).values()):
             return SideResult.NOOP
         sink("planned", {"targets": [c.target for c in changes]})
@@ -188,9 +193,11 @@ def doc(changes: Sequence[tuple[str, str, str]], kind: str, hours: float = 2) ->
     }
 
 
-def proposal(changes: Sequence[tuple[str, str, str]], kind: str = "move_nodes", hours: float = 2) -> Proposal:
-    """A Proposal with these (target, before, after) changes."""
-    return from_dict(doc(changes, kind, hours))
+def proposal(
+    changes: Sequence[tuple[str, str, str]], kind: str = "move_nodes", hours: float = 2, reclaim: str = ""
+) -> Proposal:
+    """A Proposal with these (target, before, after) changes (and these nodes taken back by reclaim)."""
+    return from_dict(dict(doc(changes, kind, hours), reclaim=reclaim))
 
 
 def approved(store: Store, item: Proposal) -> str:

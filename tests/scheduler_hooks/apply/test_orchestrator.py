@@ -77,6 +77,7 @@ def test_two_sided_move_applies_in_listed_order_with_every_step_recorded(
     outcome, recovered = orchestrator(store, [opensm, slurm], tmp_path).apply(pid)
     assert (outcome.result, outcome.exit_code, recovered) == ("applied", 0, [])
     assert outcome.message == "applied and verified (slurm applied, opensm applied)"
+    assert slurm.reclaims == [()]  # no reclaim: every leaving node drains
     assert values(live, MOVE, 2)
     assert step_names(store, pid) == APPLY_RUN
     assert transitions(store, pid)[-2:] == [("approved", "applying", "ok"), ("applying", "applied", "ok")]
@@ -301,6 +302,17 @@ def test_dry_run_shows_the_plan_and_changes_nothing(
     assert text.startswith("DRY RUN (nothing changed; add --yes to apply)") and "--yes would apply it" in text
     assert store.audit(pid) == audit and store.steps(pid) == [] and values(live, MOVE, 1)
     assert slurm.calls == opensm.calls == [] and not (tmp_path / "state").exists()
+
+
+def test_a_proposals_reclaim_reaches_every_side_in_the_apply_and_the_dry_run(
+    store: Store, slurm: FakeSide, opensm: FakeSide, tmp_path: Path
+) -> None:
+    pid = approved(store, proposal(MOVE, reclaim="n2"))
+    plan = dryrun.make_plan(store, [opensm, slurm], BlastRadius(), pid)
+    assert dict(plan.actions)["slurm"][-1] == "reclaim n2"
+    outcome, _ = orchestrator(store, [opensm, slurm], tmp_path).apply(pid)
+    assert outcome.result == "applied"
+    assert slurm.reclaims == opensm.reclaims == [("n2",)]
 
 
 def test_dry_run_lists_what_would_be_refused(

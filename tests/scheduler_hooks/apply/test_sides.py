@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -155,10 +155,16 @@ class ScriptedSlurm:
         self.steps = steps
         self.error = error
         self.calls: list[tuple[str, ApplyRecord]] = []
+        self.reclaim: tuple[str, ...] | None = None  # what the last apply was given
 
     def apply(
-        self, changes: Sequence[Change], on_step: OnStep | None = None, proposal: str = ""
+        self,
+        changes: Sequence[Change],
+        on_step: OnStep | None = None,
+        proposal: str = "",
+        reclaim: Collection[str] = (),
     ) -> ApplyRecord:
+        self.reclaim = tuple(reclaim)
         record = ApplyRecord(proposal)
         for step in self.steps:
             detail = PLANNED if step == "planned" else {}

@@ -25,6 +25,25 @@ def test_from_mapping() -> None:
     assert config.backup_path == Path("/etc/slurm/slurm.conf.ibpool-prev")
     assert config.drain_deadline_seconds == 3600.0
     assert config.on_drain_deadline == "give_up"
+    assert config.reclaims == "as_drain"  # killing work is opted into
+
+
+def test_reclaims_allow_or_as_drain_only_reported_with_the_rest() -> None:
+    config = SlurmConfig.from_mapping({"slurm_conf": "/s.conf", "reclaims": "allow"})
+    assert config.reclaims == "allow"
+    with pytest.raises(HookConfigError) as caught:
+        SlurmConfig.from_mapping(
+            {"slurm_conf": "s.conf", "reclaims": "yes", "on_drain_deadline": "kill", "colour": 1}
+        )
+    assert caught.value.problems == [
+        "slurm.colour: unknown key",
+        "slurm.slurm_conf: must be an absolute path, got 's.conf'",
+        "slurm.on_drain_deadline: must be one of give_up, requeue, got 'kill'",
+        "slurm.reclaims: must be one of allow, as_drain (allow: requeue the jobs on a proposal's reclaimed "
+        "nodes at once), got 'yes'",
+    ]
+    with pytest.raises(HookConfigError, match="reclaims: must be one of allow, as_drain"):
+        SlurmConfig(Path("/s.conf"), reclaims="always")
 
 
 def test_on_drain_deadline_requeue_or_give_up_only() -> None:
