@@ -150,8 +150,9 @@ def test_a_reclaimed_job_that_cannot_be_requeued_gives_up_at_once() -> None:
     slurm = ScriptedSlurm({"11": Job("n2", ends_at=10_000, requeue=False)})
     with pytest.raises(SlurmDrainDeadlineError, match="job 11 could not be requeued") as caught:
         _adapter(slurm, reclaims="allow").apply(MOVE, proposal="p1", reclaim=["n2"])
-    assert caught.value.record is not None
-    assert _steps(caught.value.record) == ["planned", "drained", "requeued", "resumed", "gave_up"]
+    record = caught.value.record
+    assert isinstance(record, ApplyRecord)
+    assert _steps(record) == ["planned", "drained", "requeued", "resumed", "gave_up"]
     assert slurm.now == 0 and slurm.drained == {}
     assert slurm.partitions == {"a": ["n1", "n2", "n3"], "b": ["n4"]}
 
