@@ -32,8 +32,11 @@ class Flow:
         self.db = tmp / "ibpool.db"
         self.files = 0
 
-    def proposal_file(self, kind: str, changes: Sequence[tuple[str, str, str]], effect: str = "test") -> Path:
-        """A proposal file as the recommender writes it (created now, expiring in an hour)."""
+    def proposal_file(
+        self, kind: str, changes: Sequence[tuple[str, str, str]], effect: str = "test", reclaim: str = ""
+    ) -> Path:
+        """A proposal file as the recommender writes it (created now, expiring in an hour; `reclaim`: the
+        nodes it takes back by reclaim)."""
         now = datetime.now(UTC).replace(microsecond=0)
         doc: dict[str, Any] = {
             "kind": kind,
@@ -46,6 +49,8 @@ class Flow:
             "expires_at": (now + timedelta(hours=1)).isoformat().replace("+00:00", "Z"),
             "policy": "integration",
         }
+        if reclaim:
+            doc["reclaim"] = reclaim
         self.files += 1
         path = self.tmp / f"proposal{self.files}.json"
         path.write_text(json.dumps(doc, indent=2))
@@ -89,6 +94,11 @@ class Flow:
         """The step names recorded for a proposal."""
         with self.store() as store:
             return [s.step for s in store.steps(pid)]
+
+    def details(self, pid: str, step: str) -> list[dict[str, Any]]:
+        """The decoded detail of every record of `step` for a proposal."""
+        with self.store() as store:
+            return [json.loads(s.detail) for s in store.steps(pid) if s.step == step]
 
     def history(self, pid: str) -> list[tuple[str | None, str, str]]:
         """(from, to, result) of every audit entry of a proposal."""

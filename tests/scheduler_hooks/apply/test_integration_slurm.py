@@ -3,6 +3,8 @@
 A move_nodes proposal moves busy node4 from training to inference: its job ends normally before the move
 (drained, not killed), the partitions read back right with our own `sinfo` call, slurm.conf is updated,
 and a second apply changes nothing. A move killed with -9 after draining is rolled back by `--recover`.
+A reclaim proposal (its `reclaim` names node4) requeues node4's job at once with `reclaims: allow`, and
+with the default `as_drain` waits for the deadline like any move.
 """
 
 from __future__ import annotations
@@ -141,3 +143,83 @@ def test_killed_after_draining_then_rolled_back_by_recover(cluster: SlurmCluster
         ("applying", "failed"),
         ("failed", "rolled_back"),
     ]
+
+
+def configure(flow: Flow, **slurm: object) -> None:
+    """Set keys of the apply config's slurm section."""
+    data = yaml.safe_load(flow.config.read_text())
+    data["slurm"].update(slurm)
+    flow.config.write_text(yaml.safe_dump(data))
+
+
+def test_reclaim_allowed_requeues_the_job_on_the_node_and_moves_it_at_once(
+    cluster: SlurmCluster, flow: Flow
+) -> None:
+    """node4 runs a 10-minute training job; inference is full and its owner's job waits. The deadline is
+    30 s and `give_up`: only the reclaim's requeue can move node4, and then the owner's job runs there."""
+    configure(flow, reclaims="allow", on_drain_deadline="give_up")
+    busy = cluster.submit("training", seconds=600, nodelist=["node4"])
+    fillers = [cluster.submit("inference", seconds=600, exclusive=True) for _ in ORIGINAL["inference"]]
+    for filler in fillers:
+        cluster.wait_job_state(filler, "RUNNING", timeout=20)
+    owner = cluster.submit("inference", seconds=600, exclusive=True)  # waits: every inference node is busy
+    cluster.wait_job_state(busy, "RUNNING", timeout=20)
+    cluster.wait_job_state(owner, "PENDING", timeout=20)
+    pid = flow.submit_and_approve(flow.proposal_file("move_nodes", move(ORIGINAL, MOVED), reclaim="node4"))
+
+    code, out, err = flow.apply(pid)  # dry run
+    assert code == 0, err
+    assert (
+        "    - reclaim node4 (slurm.reclaims: allow): drain, and requeue the jobs running there at once"
+        in out
+    )
+
+    code, out, err = flow.apply(pid, "--yes")
+    assert code == 0, err
+    assert out.startswith(f"{pid}  applied: applied and verified (slurm applied)")
+    assert sinfo(cluster) == MOVED
+    assert flow.steps(pid)[2:5] == ["slurm.planned", "slurm.drained", "slurm.requeued"]
+    (planned,) = flow.details(pid, "slurm.planned")
+    assert (planned["reclaim"], planned["reclaims"], planned["requeue_at_once"]) == (
+        ["node4"],
+        "allow",
+        ["node4"],
+    )
+    (requeued,) = flow.details(pid, "slurm.requeued")
+    assert (requeued["nodes"], requeued["jobs"], requeued["why"]) == (["node4"], [str(busy)], "reclaim")
+    info = job(cluster, busy)
+    assert info["JobState"] == "PENDING" and info["Restarts"] == "1"  # requeued, not killed or kept
+    cluster.wait_job_state(owner, "RUNNING", timeout=30)
+    assert job(cluster, owner)["NodeList"] == "node4"  # the owner's job runs on the reclaimed node
+
+
+def test_reclaim_as_drain_waits_for_the_deadline_and_kills_nothing(cluster: SlurmCluster, flow: Flow) -> None:
+    """The default `reclaims: as_drain`: the same proposal drains node4 and, its job outliving the 2-second
+    deadline (`give_up`), the move gives up with node4 resumed and its job still running."""
+    configure(flow, drain_deadline_seconds=2, on_drain_deadline="give_up")
+    busy = cluster.submit("training", seconds=600, nodelist=["node4"])
+    cluster.wait_job_state(busy, "RUNNING", timeout=20)
+    pid = flow.submit_and_approve(flow.proposal_file("move_nodes", move(ORIGINAL, MOVED), reclaim="node4"))
+
+    code, out, err = flow.apply(pid)  # dry run
+    assert code == 0, err
+    assert (
+        "    - drain node4 and wait for their running jobs to end (deadline 2 s, then give up and resume)"
+        in out
+    )
+    assert "    - the proposal reclaims node4: applied as a drain (slurm.reclaims: as_drain)" in out
+
+    code, out, err = flow.apply(pid, "--yes")
+    assert code == 3, out
+    assert "jobs still running on node4 at the deadline" in err
+    assert flow.steps(pid)[2:6] == ["slurm.planned", "slurm.drained", "slurm.resumed", "slurm.gave_up"]
+    (planned,) = flow.details(pid, "slurm.planned")
+    assert (planned["reclaim"], planned["reclaims"], planned["requeue_at_once"]) == (
+        ["node4"],
+        "as_drain",
+        [],
+    )
+    assert sinfo(cluster) == ORIGINAL
+    assert "drain" not in cluster.node_states()["node4"]
+    info = job(cluster, busy)
+    assert (info["JobState"], info["Restarts"]) == ("RUNNING", "0")  # nothing killed
