@@ -2,11 +2,12 @@
 
 A throwaway Slurm 22.05 on localhost (slurmctld and eight slurmd, partitions `training` node1-4 and
 `inference` node5-8, Slurm's default scheduler settings). Each round: a training job runs on node4, every
-inference node is busy and one more inference job waits; the Slurm adapter moves node4 to inference with
-`drain_deadline_seconds: 0` and `on_drain_deadline: requeue` (an urgent reclaim: the training job is
-requeued at once). It prints, per round and as the largest: the apply itself (drain, requeue, the job
-leaving, partition update, resume, read-back) and the time until the waiting inference job runs on node4
-(the owner's job start). For comparison, the same move of an idle node by drain.
+inference node is busy and one more inference job waits; the Slurm adapter moves node4 to inference as a
+proposal's reclaim of node4 with `reclaims: allow` (the training job is requeued at once; the configured
+drain deadline, an hour with `give_up`, never comes into it). It prints, per round and as the largest:
+the apply itself (drain, requeue, the job leaving, partition update, resume, read-back) and the time until
+the waiting inference job runs on node4 (the owner's job start). For comparison, the same move of an idle
+node by drain.
 
     .venv/bin/python -m benchmarks.backtest_reclaim_time [--rounds 3]
 """
@@ -69,7 +70,7 @@ def _round(slurm: Slurm, adapter: SlurmAdapter) -> tuple[float, float]:
     owner = _submit(slurm, "inference", "--exclusive")
     _until(lambda: _state(slurm, owner)[0] == "PENDING", 60)
     start = time.monotonic()
-    record = adapter.apply(MOVE, proposal="reclaim-timing")
+    record = adapter.apply(MOVE, proposal="reclaim-timing", reclaim=["node4"])
     applied = time.monotonic() - start
     if not record.ok:
         raise RuntimeError(f"the move did not apply: {record.outcome}")
@@ -98,14 +99,7 @@ def main(argv: list[str]) -> int:
         slurm = Slurm(Path(tmp), TRAINING + INFERENCE, partitions, cpus_per_node=2, scheduler_parameters="")
         slurm.start()
         try:
-            reclaim = SlurmAdapter(
-                SlurmConfig(
-                    slurm.conf_path,
-                    drain_deadline_seconds=0,
-                    on_drain_deadline="requeue",
-                    poll_interval_seconds=0.2,
-                )
-            )
+            reclaim = SlurmAdapter(SlurmConfig(slurm.conf_path, reclaims="allow", poll_interval_seconds=0.2))
             rounds = [_round(slurm, reclaim) for _ in range(args.rounds)]
             drain = SlurmAdapter(SlurmConfig(slurm.conf_path, poll_interval_seconds=0.2))
             start = time.monotonic()
