@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import fields
 from pathlib import Path
 
 import yaml
@@ -11,6 +12,7 @@ import scheduler_hooks
 from scheduler_hooks.apply import config as config_module
 from scheduler_hooks.apply.config import parse_apply_config
 from scheduler_hooks.opensm import config as opensm_config_module
+from scheduler_hooks.slurm import SlurmConfig
 
 DOCS = Path(__file__).resolve().parents[3] / "docs"
 
@@ -29,6 +31,12 @@ def test_docs_example() -> None:
     assert config.sections == ("opensm", "slurm")
     assert config.slurm is not None and config.slurm.persist
     assert config.opensm is not None and config.opensm.diag.ca == "mlx5_0"  # the opensm section has every key
+
+
+def test_docs_example_shows_every_slurm_key() -> None:
+    section = yaml.safe_load(_apply_example())["slurm"]
+    assert sorted(section) == sorted(field.name for field in fields(SlurmConfig))
+    assert section["reclaims"] == "as_drain"  # the default: killing work is opted into
 
 
 def test_docstrings_point_at_the_docs() -> None:
