@@ -141,6 +141,12 @@ def auto_approval_problems(proposal: Proposal, bounds: AutoApprove, who: str) ->
             problems.append(
                 f"moves {moved} nodes: more than max_nodes {bounds.move_nodes.max_nodes} of {who}"
             )
+        reclaimed = proposal.reclaim_nodes
+        if reclaimed and not bounds.move_nodes.reclaims:
+            problems.append(
+                f"takes {len(reclaimed)} node(s) back by reclaim (their jobs requeued): {who} auto-approves "
+                "reclaims only with move_nodes.reclaims: true"
+            )
     elif proposal.kind == "set_vl_weights" and bounds.set_vl_weights is not None:
         allowed = bounds.set_vl_weights.max_weight_change_per_vl
         for change in proposal.changes:

@@ -38,9 +38,11 @@ class VlWeightBounds:
 
 @dataclass(frozen=True)
 class MoveNodesBounds:
-    """Auto-approve `move_nodes` moving at most this many nodes."""
+    """Auto-approve `move_nodes` moving at most this many nodes; one that takes nodes back by reclaim
+    (requeueing the jobs on them) only with `reclaims`."""
 
     max_nodes: int
+    reclaims: bool = False
 
 
 @dataclass(frozen=True)
@@ -128,10 +130,12 @@ def _auto_approve(reader: _Reader, raw: object) -> AutoApprove | None:
             )
             vl = VlWeightBounds(value) if value is not None else None
     if "move_nodes" in section:
-        fields = reader.mapping("auto_approve.move_nodes", section["move_nodes"], ("max_nodes",), True)
+        keys = ("max_nodes", "reclaims")
+        fields = reader.mapping("auto_approve.move_nodes", section["move_nodes"], keys, ("max_nodes",))
         if fields is not None:
             value = reader.integer("auto_approve.move_nodes.max_nodes", fields, 1, None)
-            move = MoveNodesBounds(value) if value is not None else None
+            reclaims = reader.boolean("auto_approve.move_nodes.reclaims", fields)
+            move = MoveNodesBounds(value, reclaims) if value is not None and reclaims is not None else None
     if "set_port_group" in section:
         fields = reader.mapping(
             "auto_approve.set_port_group", section["set_port_group"], ("allowed_sls",), True
@@ -173,10 +177,10 @@ class _Reader:
         self.problems.append(f"{where}: {message}")
 
     def mapping(
-        self, key: str, raw: object, keys: tuple[str, ...], required: bool = False
+        self, key: str, raw: object, keys: tuple[str, ...], required: bool | tuple[str, ...] = False
     ) -> dict[str, Any] | None:
-        """The mapping at `key` (unknown and, with `required`, missing keys recorded); its known keys are
-        still read, so that one run reports every problem."""
+        """The mapping at `key` (unknown and, with `required`, missing keys recorded: all of `keys` when
+        True, else those named); its known keys are still read, so that one run reports every problem."""
         if raw is None and not required:
             return {}
         if not isinstance(raw, dict):
@@ -185,10 +189,10 @@ class _Reader:
         prefix = f"{key}." if key else ""
         for unknown in sorted(set(map(str, raw)) - set(keys)):
             self.bad(prefix + unknown, "unknown key")
-        if required:
-            for missing in keys:
-                if missing not in raw:
-                    self.bad(prefix + missing, "missing")
+        needed: tuple[str, ...] = keys if required is True else required or ()
+        for missing in needed:
+            if missing not in raw:
+                self.bad(prefix + missing, "missing")
         return {name: value for name, value in raw.items() if name in keys}
 
     def integer(self, key: str, section: dict[str, Any], low: int, high: int | None) -> int | None:
@@ -199,6 +203,14 @@ class _Reader:
         if isinstance(value, bool) or not isinstance(value, int) or value < low or (high and value > high):
             span = f"{low}-{high}" if high is not None else f">= {low}"
             self.bad(key, f"must be an integer {span}, got {value!r}")
+            return None
+        return value
+
+    def boolean(self, key: str, section: dict[str, Any]) -> bool | None:
+        """The flag at `key` (False when absent; None, recorded, when not true or false)."""
+        value = section.get(key.rpartition(".")[2], False)
+        if not isinstance(value, bool):
+            self.bad(key, f"must be true or false, got {value!r}")
             return None
         return value
 

@@ -201,6 +201,22 @@ def test_kinds_not_covered_are_left_alone(store: Store) -> None:
         approval.auto_approve(store, pid, LOOSE)
 
 
+def test_a_reclaim_is_auto_approved_only_where_the_policy_allows_reclaims(store: Store) -> None:
+    """A reclaim requeues running jobs: a policy that auto-approves moves does not approve one unless it
+    says `reclaims: true`; the same move without a reclaim is approved."""
+    moves = ApprovalConfig("auto", AutoApprove(move_nodes=MoveNodesBounds(2)))
+    reclaim = submit(store, dict(move_doc(1, 8, tag="r"), reclaim="a1r"))
+    decision = approval.auto_approve(store, reclaim, moves)
+    assert not decision.approved
+    assert decision.reasons == (
+        "takes 1 node(s) back by reclaim (their jobs requeued): policy:auto auto-approves reclaims only "
+        "with move_nodes.reclaims: true",
+    )
+    assert approval.auto_approve(store, submit(store, move_doc(1, 8, tag="d")), moves).approved
+    allowing = ApprovalConfig("auto", AutoApprove(move_nodes=MoveNodesBounds(2, reclaims=True)))
+    assert approval.auto_approve(store, reclaim, allowing).approved
+
+
 def test_auto_approve_pending(store: Store) -> None:
     small = submit(store, move_doc(1, 8, tag="s"))
     big = submit(store, move_doc(3, 8, tag="b"))

@@ -104,6 +104,19 @@ def test_single_errors(tmp_path: Path, text: str, problem: str) -> None:
     assert any(problem in p and str(path) in p for p in err.value.problems), err.value.problems
 
 
+def test_move_nodes_may_allow_reclaims(tmp_path: Path) -> None:
+    path = tmp_path / "approval.yaml"
+    path.write_text("name: n\nauto_approve:\n  move_nodes: {max_nodes: 2, reclaims: true}\n")
+    assert load_approval_config(path).auto_approve.move_nodes == MoveNodesBounds(2, reclaims=True)
+    path.write_text("name: n\nauto_approve:\n  move_nodes: {reclaims: yes please}\n")
+    with pytest.raises(ApprovalConfigError) as err:
+        load_approval_config(path)
+    assert err.value.problems == [
+        f"{path}: auto_approve.move_nodes.max_nodes: missing",
+        f"{path}: auto_approve.move_nodes.reclaims: must be true or false, got 'yes please'",
+    ]
+
+
 def test_unreadable_file(tmp_path: Path) -> None:
     with pytest.raises(ApprovalConfigError, match="cannot read"):
         load_approval_config(tmp_path / "missing.yaml")
