@@ -153,11 +153,11 @@ class Recommender:
         self._say(f"planning over {len(known)} stored node move(s) and {watched:.0f} min of history")
         found = self.evaluate(signals, known)
         self._say(f"policies proposed {len(found.proposals)} change(s); submitting")
-        pending = {_shape(s.proposal) for s in self.store.list_proposals(PENDING)}
+        pending = {proposal_shape(s.proposal) for s in self.store.list_proposals(PENDING)}
         submitted: list[Submitted] = []
         skipped = 0
         for proposal in found.proposals:
-            if _shape(proposal) in pending:
+            if proposal_shape(proposal) in pending:
                 skipped += 1
                 continue
             stored, created = self.store.submit(proposal)
@@ -392,8 +392,10 @@ def _evidence(move: Move, e: PolicyEvidence) -> Evidence:
     return Evidence(query, window, e.value, e.threshold)
 
 
-def _shape(proposal: Proposal) -> tuple[str, tuple[tuple[str, str, str], ...]]:
-    return proposal.kind, tuple((c.target, c.before, c.after) for c in proposal.changes)
+def proposal_shape(proposal: Proposal) -> tuple[str, tuple[tuple[str, str, str], ...], str]:
+    """What makes a new proposal the same as a pending one (not submitted again): its kind, its changes
+    and the nodes it takes back by reclaim (a reclaim is not the drain of the same nodes)."""
+    return proposal.kind, tuple((c.target, c.before, c.after) for c in proposal.changes), proposal.reclaim
 
 
 def state_path_for(db: Path) -> Path:

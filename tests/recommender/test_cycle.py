@@ -6,11 +6,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from proposals.approval_config import parse_approval_config
+from proposals.model import from_dict
 from proposals.states import APPROVED, PENDING
 from proposals.store import Store
-from recommender.cycle import Recommender, state_path_for
+from recommender.cycle import Recommender, proposal_shape, state_path_for
 from recommender.policies.quota import QuotaParams, QuotaPolicy
 from recommender.signals.model import NODES, Missing
+from tests.proposals.factory import move_doc
 from tests.recommender.live import Fixed
 from tests.recommender.signals.factory import signals
 
@@ -38,6 +40,13 @@ def test_same_change_is_not_submitted_twice(tmp_path: Path) -> None:
         again = rec.run_once()
         assert again.submitted == () and again.skipped_duplicates == 1
         assert len(store.list_proposals(PENDING)) == 1
+
+
+def test_a_reclaim_is_not_the_drain_of_the_same_nodes() -> None:
+    """A reclaim with the same changes as a pending drain is a different proposal (it is submitted)."""
+    drain = from_dict(move_doc(1))
+    assert proposal_shape(drain) == proposal_shape(from_dict(move_doc(1)))
+    assert proposal_shape(drain) != proposal_shape(from_dict(dict(move_doc(1), reclaim="a1")))
 
 
 def test_missing_signal_is_reported_and_nothing_proposed(tmp_path: Path) -> None:
