@@ -72,7 +72,9 @@ def port_reading(port: PortView) -> PortReading:
 
 
 def _nodes(view: FabricView, ports: dict[int, list[PortView]]) -> dict[str, FabricNode]:
-    """Switches (LIDs 1..) and reachable HCAs (LIDs after them), by formatted GUID."""
+    """Switches (LIDs 1..) and reachable HCAs (LIDs after them), by formatted GUID. Every HCA port has a
+    LID of its own whether reachable or not, so a cable going down renumbers nothing (OpenSM keeps a
+    port's LID too)."""
     nodes: dict[str, FabricNode] = {}
     lid = 0
     for guid, desc in view.switches:
@@ -80,10 +82,12 @@ def _nodes(view: FabricView, ports: dict[int, list[PortView]]) -> dict[str, Fabr
         count = max((p.port for p in ports.get(guid, [])), default=0)
         nodes[format_guid(guid)] = FabricNode(format_guid(guid), "switch", desc, count, lid)
     for guid, own in ports.items():
-        if own[0].kind != "hca" or not any(p.state_id == ACTIVE for p in own):
+        if own[0].kind != "hca":
             continue
         lids = {p.port: lid + i + 1 for i, p in enumerate(own)}
         lid += len(own)
+        if not any(p.state_id == ACTIVE for p in own):
+            continue
         port_guids = {p.port: format_guid(guid + p.port - 1) for p in own}
         text = format_guid(guid)
         nodes[text] = FabricNode(text, "ca", own[0].node_desc, len(own), None, lids, port_guids)

@@ -305,5 +305,11 @@ def test_a_switch_that_does_not_answer_keeps_its_last_table() -> None:
     assert {k: v for k, v in served.items() if k[0] != leaf1} == {
         k: v for k, v in now.items() if k[0] != leaf1
     }
+    for rail in (0, 1):  # node0006 leaves discovery; the other HCAs keep their LIDs, as OpenSM keeps them
+        model.set_link(model.host_link("node0006", rail), False)
+    kept = _routes(_served(fabric))
+    assert kept[(leaf1, "5")] == ("node0005", "node0007") and kept[(leaf1, "6")] == ("node0008",)
+    for rail in (0, 1):
+        model.set_link(model.host_link("node0006", rail), True)
     fabric.set_answering("leaf001", True)
     assert _routes(_served(fabric)) == now
