@@ -133,12 +133,13 @@ class ChannelView:
 
 @dataclass(frozen=True)
 class FabricView:
-    """Switches, ports (switch ports, and HCA ports when asked) and the channels in use."""
+    """Switches, ports (switch ports, and HCA ports when asked), the channels in use, every link's state."""
 
     time: float
     switches: tuple[tuple[int, str], ...]  # (node_guid, node_desc)
     ports: tuple[PortView, ...]
     channels: tuple[ChannelView, ...]
+    link_up: tuple[bool, ...] = ()  # by link index (`Topology.links`): what the routes follow
 
 
 @dataclass(frozen=True)
@@ -271,7 +272,9 @@ def fabric_view(model: ClusterModel, include_hcas: bool = True) -> FabricView:
                 vl_rates=dict(use.vl_rates),
             )
         )
-    return FabricView(model.now, tuple(topo.switch_guids), ports, tuple(channels))
+    return FabricView(
+        model.now, tuple(topo.switch_guids), ports, tuple(channels), tuple(model.fabric.link_up)
+    )
 
 
 def job_metrics(model: ClusterModel, pool: str | None = None) -> list[JobMetrics]:

@@ -77,7 +77,9 @@ class ClusterServer:
         self.runner = ClusterRunner(model, settings.speed, settings.step_seconds)
         self._owns_workdir = settings.workdir is None
         self.workdir = settings.workdir or Path(tempfile.mkdtemp(prefix="ibpool-simulate-"))
-        self.fabric = SimulatedFabric(self._fabric_view, settings.hca_ports, read_qos=self._qos)
+        self.fabric = SimulatedFabric(
+            self._fabric_view, settings.hca_ports, read_qos=self._qos, topology=model.topology
+        )
         build = partial(build_families, names=NameMap(), hca_ports=settings.hca_ports, vl_count=VL_COUNT)
         max_age = max(10.0, 5 * max(settings.sweep_interval_seconds, settings.poll_interval_seconds))
         self.sweeper = BackgroundSweeper(self.fabric, settings.sweep_interval_seconds, build, max_age)

@@ -3,14 +3,17 @@
 What a sweep of the real fabric would find, built from `FabricView` instead of diagnostics: discovery
 cannot reach an HCA over a down cable, counters merge as the real sweep merges them (the 64-bit extended
 values win; `port_xmit_wait` is the saturating 32-bit one), a switch marked not answering reads as down,
-and VL arbitration follows the exporter's default `first` mode. In detail: docs/simulator.md.
+VL arbitration follows the exporter's default `first` mode, and every answering switch has the forwarding
+table the model routes by (`routing.switch_tables`, on the LIDs the sweep assigns; made again only when a
+link changes state). A switch that does not answer keeps its last table, as the real sweep keeps its last
+good read. In detail: docs/simulator.md.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
 
 from exporter.fabric.model import (
@@ -21,6 +24,7 @@ from exporter.fabric.model import (
     PortKey,
     PortReading,
     PortState,
+    RouteTable,
     SweepResult,
     Topology,
     VlarbReading,
@@ -29,7 +33,9 @@ from exporter.fabric.model import (
 from exporter.fabric.rates import LANE_GBPS, rate_bytes_per_second
 from foundation.ib_counters import PORT_COUNTERS
 from foundation.vlarb import VlarbTables
+from simulator.cluster.routing import Destination, switch_tables
 from simulator.cluster.spec import VL_COUNT, QosSpec
+from simulator.cluster.topology import Topology as ModelTopology
 from simulator.cluster.views import FabricView, PortView
 from simulator.serve.errors import RequestError
 
@@ -41,6 +47,7 @@ BASIC = tuple(c.sysfs for c in PORT_COUNTERS if c.basic)
 EXTENDED = tuple(c.sysfs for c in PORT_COUNTERS if c.extended)
 _WIDTHS = (4, 1, 2, 8, 12)
 ACTIVE = 4
+NO_ANSWER = "no answer (simulated: management agent down)"
 
 
 def link_width_speed(rate: float) -> tuple[int | None, str | None]:
@@ -65,7 +72,9 @@ def port_reading(port: PortView) -> PortReading:
 
 
 def _nodes(view: FabricView, ports: dict[int, list[PortView]]) -> dict[str, FabricNode]:
-    """Switches (LIDs 1..) and reachable HCAs (LIDs after them), by formatted GUID."""
+    """Switches (LIDs 1..) and reachable HCAs (LIDs after them), by formatted GUID. Every HCA port has a
+    LID of its own whether reachable or not, so a cable going down renumbers nothing (OpenSM keeps a
+    port's LID too)."""
     nodes: dict[str, FabricNode] = {}
     lid = 0
     for guid, desc in view.switches:
@@ -73,10 +82,12 @@ def _nodes(view: FabricView, ports: dict[int, list[PortView]]) -> dict[str, Fabr
         count = max((p.port for p in ports.get(guid, [])), default=0)
         nodes[format_guid(guid)] = FabricNode(format_guid(guid), "switch", desc, count, lid)
     for guid, own in ports.items():
-        if own[0].kind != "hca" or not any(p.state_id == ACTIVE for p in own):
+        if own[0].kind != "hca":
             continue
         lids = {p.port: lid + i + 1 for i, p in enumerate(own)}
         lid += len(own)
+        if not any(p.state_id == ACTIVE for p in own):
+            continue
         port_guids = {p.port: format_guid(guid + p.port - 1) for p in own}
         text = format_guid(guid)
         nodes[text] = FabricNode(text, "ca", own[0].node_desc, len(own), None, lids, port_guids)
@@ -91,11 +102,11 @@ def sweep_result(
     finished_at: float | None = None,
     duration_seconds: float = 0.0,
     qos: QosSpec | None = None,
+    tables: Mapping[str, Mapping[int, int]] | None = None,
 ) -> SweepResult:
-    """The SweepResult a real sweep of this fabric would produce (docs/simulator.md has what it holds)."""
-    ports: dict[int, list[PortView]] = {}
-    for port in view.ports:
-        ports.setdefault(port.node_guid, []).append(port)
+    """The SweepResult a real sweep of this fabric would produce (docs/simulator.md has what it holds);
+    `tables` are the switches' forwarding tables (`lid_tables`), None when the sweep reads none."""
+    ports = _ports_by_node(view)
     nodes = _nodes(view, ports)
     width, speed = link_width_speed(view.ports[0].rate_bytes_per_second) if view.ports else (None, None)
     links: dict[PortKey, Link] = {}
@@ -110,15 +121,69 @@ def sweep_result(
                 links[key] = Link(format_guid(port.remote_guid), port.remote_port, width, speed)
         if node.kind == "switch" or hca_ports:
             readings[node.guid] = _reading(node.guid, own, node.guid in unreachable)
+    finished = time.time() if finished_at is None else finished_at
+    routes, route_errors = _routes(nodes, tables, unreachable, finished)
     return SweepResult(
         topology=Topology(nodes, links),
         states=states,
         readings=readings,
         vanished={},
-        finished_at=time.time() if finished_at is None else finished_at,
+        finished_at=finished,
         duration_seconds=duration_seconds,
         vlarb=_vlarb(nodes.values(), links, unreachable, qos),
+        routes=routes,
+        route_errors=route_errors,
     )
+
+
+def _ports_by_node(view: FabricView) -> dict[int, list[PortView]]:
+    ports: dict[int, list[PortView]] = {}
+    for port in view.ports:
+        ports.setdefault(port.node_guid, []).append(port)
+    return ports
+
+
+def lid_tables(
+    view: FabricView, tables: Mapping[int, Mapping[Destination, int]]
+) -> dict[str, dict[int, int]]:
+    """The model's routes (`routing.switch_tables`) as each switch's table on the LIDs a sweep of `view`
+    assigns: destination LID -> out port, the switch's own LID -> 0; a destination without a LID (its link
+    down) has no entry."""
+    nodes = _nodes(view, _ports_by_node(view))
+    lids = {
+        (int(node.guid, 16), port): lid
+        for node in nodes.values()
+        if node.kind == "ca"
+        for port, lid in node.port_lids.items()
+    }
+    out: dict[str, dict[int, int]] = {}
+    for node in nodes.values():
+        if node.kind == "switch" and node.lid is not None:
+            own = tables.get(int(node.guid, 16), {})
+            out[node.guid] = {lids[dest]: port for dest, port in own.items() if dest in lids}
+            out[node.guid][node.lid] = 0
+    return out
+
+
+def _routes(
+    nodes: Mapping[str, FabricNode],
+    tables: Mapping[str, Mapping[int, int]] | None,
+    unreachable: Collection[str],
+    read_at: float,
+) -> tuple[dict[str, RouteTable], dict[str, str]]:
+    """Every answering switch's table, read now; why each other switch has none."""
+    if tables is None:
+        return {}, {}
+    routes: dict[str, RouteTable] = {}
+    errors: dict[str, str] = {}
+    for node in nodes.values():
+        if node.kind != "switch" or node.lid is None:
+            continue
+        if node.guid in unreachable:
+            errors[node.guid] = NO_ANSWER
+        elif node.guid in tables:
+            routes[node.guid] = RouteTable(node.lid, tables[node.guid], read_at)
+    return routes, errors
 
 
 def _vlarb(
@@ -138,12 +203,13 @@ def _vlarb(
 
 def _reading(guid: str, ports: Iterable[PortView], silent: bool) -> NodeReading:
     if silent:
-        return NodeReading(guid, False, EXPECTED, {}, ("no answer (simulated: management agent down)",))
+        return NodeReading(guid, False, EXPECTED, {}, (NO_ANSWER,))
     return NodeReading(guid, True, EXPECTED, {p.port: port_reading(p) for p in ports})
 
 
 class SimulatedFabric:
-    """A sweep source for `BackgroundSweeper`: each sweep reads the model's fabric view afresh."""
+    """A sweep source for `BackgroundSweeper`: each sweep reads the model's fabric view afresh; with the
+    model's `topology`, the switches' forwarding tables too (made again only when a link changes state)."""
 
     def __init__(
         self,
@@ -151,14 +217,19 @@ class SimulatedFabric:
         hca_ports: bool = False,
         clock: Callable[[], float] = time.time,
         read_qos: Callable[[], QosSpec] | None = None,
+        topology: ModelTopology | None = None,
     ) -> None:
         self._read_view = read_view
         self._read_qos = read_qos
         self._hca_ports = hca_ports
         self._clock = clock
+        self._topology = topology
         self._lock = threading.Lock()
         self._unreachable: set[str] = set()
         self._switches: dict[str, str] = {}
+        self._routes_lock = threading.Lock()
+        self._tables: tuple[tuple[bool, ...], dict[str, dict[int, int]]] | None = None
+        self._kept: dict[str, RouteTable] = {}
 
     def sweep(self) -> SweepResult:
         """One sweep of the model as it is now."""
@@ -168,10 +239,30 @@ class SimulatedFabric:
             self._switches = {desc: format_guid(guid) for guid, desc in view.switches}
             silent = set(self._unreachable)
         qos = self._read_qos() if self._read_qos else None
-        result = sweep_result(
-            view, hca_ports=self._hca_ports, unreachable=silent, finished_at=self._clock(), qos=qos
-        )
-        return replace(result, duration_seconds=time.perf_counter() - started)
+        with self._routes_lock:
+            tables = self._routing(view)
+            result = sweep_result(
+                view,
+                hca_ports=self._hca_ports,
+                unreachable=silent,
+                finished_at=self._clock(),
+                qos=qos,
+                tables=tables,
+            )
+            # as the real sweep: a switch that does not answer keeps its last good table
+            kept = {g: self._kept[g] for g in result.route_errors if g in self._kept}
+            self._kept = {**kept, **result.routes}
+        return replace(result, routes=dict(self._kept), duration_seconds=time.perf_counter() - started)
+
+    def _routing(self, view: FabricView) -> dict[str, dict[int, int]] | None:
+        """The switches' tables for this view: from the cache unless a link changed state (the LIDs follow
+        from the link states too: an HCA whose link is down has none)."""
+        if self._topology is None:
+            return None
+        if self._tables is None or self._tables[0] != view.link_up:
+            model_tables = switch_tables(self._topology, view.link_up)
+            self._tables = (view.link_up, lid_tables(view, model_tables))
+        return self._tables[1]
 
     def set_answering(self, switch: str, answering: bool) -> str:
         """Make a switch (node description or GUID) stop or start answering; returns its GUID."""

@@ -4,7 +4,9 @@ The simulated cluster server runs in-process at real time (two long chatty jobs:
 Prometheus scrapes it every second and evaluates a copy of alerts/recording_rules.yml whose rate windows
 are RATE_WINDOW_SECONDS instead of 5m (`short_window_rules`). The test waits for the event a rate needs,
 never a fixed time: every target scraped over a whole window, then every rule group evaluated once more.
-Counts and labels must agree exactly, rates within the tolerances beside their constants.
+Counts and labels must agree exactly, rates within the tolerances beside their constants. The forwarding
+tables the server serves (the model's routes) read the same through both, complete, so both put pools on
+switch ports by the routes.
 """
 
 from __future__ import annotations
@@ -15,14 +17,20 @@ from pathlib import Path
 import pytest
 import yaml
 
+from recommender.signals import queries
 from recommender.signals.embedded import EmbeddedSettings, EmbeddedSource
 from recommender.signals.model import Signals
 from recommender.signals.prometheus import PrometheusSettings, PrometheusSource
+from recommender.signals.raw import add_route
+from recommender.signals.routes import traced
+from recommender.signals.scrape import Scrape, add_fabric
 from simulator.cluster import scenarios
 from simulator.cluster.model import ClusterModel
+from simulator.cluster.routing import forwarding
 from simulator.serve.cluster_server import ClusterServer, ServerSettings
 from simulator.serve.qos_reader import SimulatorQos
 from tests.integration import prometheus_server
+from tests.integration.processes import http_get
 from tests.integration.prometheus_server import PROMETHEUS
 
 pytestmark = [
@@ -122,7 +130,19 @@ def test_both_sources_agree(cluster: ClusterServer, tmp_path: Path) -> None:
         qos = SimulatorQos(f"{base}/-/model")
         embedded = EmbeddedSource(EmbeddedSettings(f"{base}/targets", window_seconds=5.0), qos).fetch()
         promql = PrometheusSource(PrometheusSettings(prom.url), qos).fetch()
+        in_prometheus: dict[tuple[str, str], tuple[str, ...]] = {}
+        for series in prom.query(queries.FABRIC_ROUTES):
+            labels = series["metric"]
+            assert add_route(
+                in_prometheus, labels["node_guid"], labels["port"], labels.get("destinations", "")
+            )
     compare(embedded, promql)
+    scrape = Scrape()
+    add_fabric(scrape, http_get(cluster.port, "/fabric/metrics")[1].decode(), 0.0)
+    with cluster.runner.locked() as model:
+        routed = forwarding(model.topology, model.fabric.link_up)
+    assert in_prometheus == scrape.routes == routed and not scrape.routes_unreadable
+    assert traced(scrape.links, scrape.switches, scrape.routes).complete  # both sources trace the routes
 
 
 def compare(a: Signals, b: Signals) -> None:

@@ -9,7 +9,10 @@ from typing import Any
 
 import pytest
 
+from exporter.fabric.model import format_guid
+from recommender.signals.embedded import EmbeddedSettings, EmbeddedSource
 from simulator.cluster.model import ClusterModel
+from simulator.cluster.spec import ClusterSpec, FabricSpec, PoolSpec, node_names
 from simulator.serve.cluster_server import ClusterServer, ServerSettings
 from simulator.serve.presets import generated_workload, preset_spec
 from simulator.serve.runner import ClusterRunner
@@ -189,3 +192,49 @@ def test_the_runner_moves_the_clock_at_its_speed() -> None:
         assert runner.alive()
     finally:
         runner.stop(5.0)
+
+
+def test_the_served_routes_decide_the_pools_the_embedded_source_puts_on_switch_ports(tmp_path: Path) -> None:
+    """Pool a (node0001-0002) stays on leaf001; pool b (node0003, node0005) spans both leaves: by the
+    cabling leaf001's uplink would carry a and b, by the routes only b; with node0005's cable down, none."""
+    names = node_names(8)
+    spec = ClusterSpec(
+        nodes=names,
+        pools=(PoolSpec("a", names[:2], "normal"), PoolSpec("b", (names[2], names[4]), "normal")),
+        fabric=FabricSpec(hosts_per_leaf=4, oversubscription=4.0),
+    )
+    model = ClusterModel(spec)
+    leaf1, spine1 = (format_guid(guid) for guid, _ in model.topology.switch_guids[::2])
+    settings = ServerSettings(listen_address="127.0.0.1:0", speed=0, workdir=tmp_path / "work", max_nodes=8)
+    srv = ClusterServer(model, settings)
+    srv.start()
+    try:
+        fabric = _text(srv, "/fabric/metrics")
+        routes = {
+            (dict(k)["node_guid"], dict(k)["port"]): dict(k)
+            for k in samples_of(fabric, "ibpool_fabric_port_route_info")
+        }
+        cabled = {
+            (dict(k)["node_guid"], dict(k)["port"])
+            for k in samples_of(fabric, "ibpool_fabric_link_info")
+            if not dict(k)["node_desc"].startswith("node")
+        }
+        assert len(cabled) == 8 + 2 * 2 and cabled <= set(routes)  # host ports and both ends of 2 uplinks
+        assert routes[(leaf1, "5")]["destinations"] == "node[0005-0008]"
+        base = f"http://127.0.0.1:{srv.port}"
+        source = EmbeddedSource(EmbeddedSettings(f"{base}/targets", window_seconds=0.2))
+        got = source.fetch()
+        assert got.links[f"{leaf1}/5"].pools == ("b",)  # the uplink
+        assert got.links[f"{spine1}/1"].pools == ("b",)  # down to leaf001
+        assert got.links[f"{leaf1}/1"].pools == ("a",)  # node0001's host port
+        assert post(srv.port, "/-/fault?kind=link_down&node=node0005")[0] == 200
+        fabric = _text(srv, "/fabric/metrics")
+        (uplink,) = [
+            k
+            for k in samples_of(fabric, "ibpool_fabric_port_route_info")
+            if ("node_guid", leaf1) in k and ("port", "5") in k
+        ]
+        assert dict(uplink)["destinations"] == "node[0006-0008]"
+        assert source.fetch().links[f"{leaf1}/5"].pools == ()
+    finally:
+        srv.close()

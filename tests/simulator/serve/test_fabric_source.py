@@ -10,7 +10,10 @@ from exporter.fabric.families import build_families
 from exporter.fabric.model import format_guid
 from exporter.fabric.names import NameMap
 from foundation.exposition import render
+from foundation.hostlist import expand_hostlist
 from simulator.cluster.model import ClusterModel
+from simulator.cluster.routing import forwarding
+from simulator.cluster.spec import simple_spec
 from simulator.cluster.views import PortView
 from simulator.serve.errors import RequestError
 from simulator.serve.fabric_source import SimulatedFabric, link_width_speed, sweep_result
@@ -216,3 +219,97 @@ def test_the_model_qos_tables_show_as_live_weights_and_follow_a_change() -> None
     }
     assert low["1"] == 200 and low["2"] == 10
     assert len({dict(k)["node_guid"] for k in samples_of(text, "ibpool_vl_weight")}) == len(switches) - 1
+
+
+def _routes(text: str) -> dict[tuple[str, str], tuple[str, ...]]:
+    """(switch GUID, port) -> hosts of every `ibpool_fabric_port_route_info` series on the page."""
+    out: dict[tuple[str, str], tuple[str, ...]] = {}
+    for key in samples_of(text, "ibpool_fabric_port_route_info"):
+        labels = dict(key)
+        hosts = labels.get("destinations", "")
+        out[(labels["node_guid"], labels["port"])] = tuple(expand_hostlist(hosts)) if hosts else ()
+    return out
+
+
+def _served(fabric: SimulatedFabric) -> str:
+    return render(build_families(fabric.sweep(), NameMap(), vl_count=8))
+
+
+def _two_uplinks() -> ClusterModel:
+    """Eight nodes with two HCA ports (rails): leaf001 and leaf003 hold rail 0 of node0001-0004 and
+    node0005-0008, leaf002 and leaf004 rail 1; two uplinks per leaf, one to each of two spines."""
+    return ClusterModel(
+        simple_spec({"a": 4, "b": 4}, hosts_per_leaf=4, oversubscription=2.0, ports_per_node=2)
+    )
+
+
+def test_every_cabled_switch_port_serves_the_hosts_the_model_routes_out_of_it() -> None:
+    model = _two_uplinks()
+    text = _served(SimulatedFabric(model.fabric_view, topology=model.topology))
+    served = _routes(text)
+    cabled = {
+        (dict(k)["node_guid"], dict(k)["port"])
+        for k in samples_of(text, "ibpool_fabric_link_info")
+        if not dict(k)["node_desc"].startswith("node")
+    }
+    assert cabled and cabled <= set(served)
+    assert served == forwarding(model.topology, model.fabric.link_up)
+    leaf1 = format_guid(model.topology.switch_guids[0][0])
+    assert served[(leaf1, "1")] == ("node0001",)  # the host port: only its host
+    # D-mod-k: leaf001's two uplinks split leaf 2's hosts (node0005-0008) by their index
+    assert {served[(leaf1, "5")], served[(leaf1, "6")]} == {
+        ("node0006", "node0008"),
+        ("node0005", "node0007"),
+    }
+    assert set(samples_of(text, "ibpool_fabric_switch_routes_scrape_success").values()) == {1.0}
+    # without the model's topology the sweep reads no tables, as an exporter with the routes off
+    assert not samples_of(_served(SimulatedFabric(model.fabric_view)), "ibpool_fabric_port_route_info")
+
+
+def test_a_link_taken_down_changes_the_served_routes() -> None:
+    model = _two_uplinks()
+    fabric = SimulatedFabric(model.fabric_view, topology=model.topology)
+    leaf1 = format_guid(model.topology.switch_guids[0][0])
+    before = _routes(_served(fabric))
+    model.set_link(model.uplink(0, 0), False)
+    after = _routes(_served(fabric))
+    assert after != before
+    assert after[(leaf1, "5")] == () and after[(leaf1, "6")] == tuple(f"node000{i}" for i in range(5, 9))
+    assert after == forwarding(model.topology, model.fabric.link_up)
+    for rail in (0, 1):
+        model.set_link(model.host_link("node0006", rail), False)
+    gone = _routes(_served(fabric))
+    assert "node0006" not in {h for hosts in gone.values() for h in hosts}  # no LID: in no table
+    model.set_link(model.uplink(0, 0), True)
+    for rail in (0, 1):
+        model.set_link(model.host_link("node0006", rail), True)
+    assert _routes(_served(fabric)) == before
+
+
+def test_a_switch_that_does_not_answer_keeps_its_last_table() -> None:
+    model = _two_uplinks()
+    fabric = SimulatedFabric(model.fabric_view, topology=model.topology)
+    leaf1 = format_guid(model.topology.switch_guids[0][0])
+    spine1 = fabric.set_answering("spine01", False)  # silent from the start: no table at all
+    before = _served(fabric)
+    assert value(before, "ibpool_fabric_switch_routes_scrape_success", node_guid=spine1) == 0
+    assert not [k for k in samples_of(before, "ibpool_fabric_port_route_info") if ("node_guid", spine1) in k]
+    fabric.set_answering("spine01", True)
+    fabric.set_answering("leaf001", False)
+    model.set_link(model.uplink(2, 0), False)  # leaf003's first: routes to node0005, node0007 move
+    text = _served(fabric)
+    assert value(text, "ibpool_fabric_switch_routes_scrape_success", node_guid=leaf1) == 0
+    assert value(text, "ibpool_fabric_switch_routes_scrape_success", node_guid=spine1) == 1
+    served, now = _routes(text), forwarding(model.topology, model.fabric.link_up)
+    assert served[(leaf1, "5")] == ("node0005", "node0007") != now[(leaf1, "5")]  # the last table read
+    assert {k: v for k, v in served.items() if k[0] != leaf1} == {
+        k: v for k, v in now.items() if k[0] != leaf1
+    }
+    for rail in (0, 1):  # node0006 leaves discovery; the other HCAs keep their LIDs, as OpenSM keeps them
+        model.set_link(model.host_link("node0006", rail), False)
+    kept = _routes(_served(fabric))
+    assert kept[(leaf1, "5")] == ("node0005", "node0007") and kept[(leaf1, "6")] == ("node0008",)
+    for rail in (0, 1):
+        model.set_link(model.host_link("node0006", rail), True)
+    fabric.set_answering("leaf001", True)
+    assert _routes(_served(fabric)) == now
