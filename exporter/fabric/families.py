@@ -13,6 +13,10 @@ map) whose LIDs leave through it, as a host list; with their read success and ag
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Mapping
+from functools import lru_cache
+
 from exporter import catalog
 from exporter.fabric.model import FabricNode, NodeReading, PortReading, SweepResult
 from exporter.fabric.names import NameMap
@@ -23,6 +27,50 @@ from foundation.vlarb import weights_by_vl
 
 SATURATED_32 = (1 << 32) - 1
 _MULTIPLIER = {name: multiplier for name, (_, multiplier) in catalog.IB_COUNTERS.items()}
+
+
+@lru_cache(maxsize=1 << 16)
+def _listable(host: str) -> bool:
+    """Whether a host list can hold `host` (checked once per name)."""
+    try:
+        compress_hostlist([host])
+    except ValueError:
+        return False
+    return True
+
+
+_HostKey = tuple[tuple[int, str], ...]  # the LID -> host map, sorted
+
+
+class _PortLists:
+    """Per switch, the host list of each port as last built, reused while the switch's table (the same
+    `ports` mapping, held here so its id stays its own), its port count and the LID -> host map are
+    unchanged: a table is read every few minutes, the families are built every sweep."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._made: dict[str, tuple[Mapping[int, int], int, _HostKey, list[tuple[int, str]]]] = {}
+
+    def get(
+        self, switch: FabricNode, ports: Mapping[int, int], hosts: dict[int, str], key: _HostKey
+    ) -> list[tuple[int, str]]:
+        """(port, host list) for every port of `switch`."""
+        with self._lock:
+            found = self._made.get(switch.guid)
+        if found is not None and found[0] is ports and found[1] == switch.ports and found[2] == key:
+            return found[3]
+        leaving: dict[int, set[str]] = {port: set() for port in range(1, switch.ports + 1)}
+        for lid, port in ports.items():
+            host = hosts.get(lid)
+            if host is not None and port in leaving:
+                leaving[port].add(host)
+        made = [(port, compress_hostlist(names)) for port, names in leaving.items()]
+        with self._lock:
+            self._made[switch.guid] = (ports, switch.ports, key, made)
+        return made
+
+
+_PORT_LISTS = _PortLists()
 
 
 class _Families:
@@ -125,6 +173,7 @@ class _Builder:
         """Per switch with a forwarding table: the hosts leaving through each port, read success, age."""
         out, result = self.out, self._result
         hosts = self._hosts_by_lid()
+        key = tuple(sorted(hosts.items()))
         for switch in result.topology.switches:
             labels = (switch.guid, self._names.name(switch.guid, switch.desc))
             table = result.routes.get(switch.guid)
@@ -133,13 +182,8 @@ class _Builder:
             if table is None:
                 continue
             out.routes_age.add(labels, max(0.0, result.finished_at - table.read_at))
-            leaving: dict[int, set[str]] = {port: set() for port in range(1, switch.ports + 1)}
-            for lid, port in table.ports.items():
-                host = hosts.get(lid)
-                if host is not None and port in leaving:
-                    leaving[port].add(host)
-            for port, names in leaving.items():
-                out.route_info.add_info((labels[0], str(port), labels[1], compress_hostlist(names)))
+            for port, listed in _PORT_LISTS.get(switch, table.ports, hosts, key):
+                out.route_info.add_info((labels[0], str(port), labels[1], listed))
 
     def _hosts_by_lid(self) -> dict[int, str]:
         """Every CA LID (each port's base LID and its LMC range) -> the host: the first word of the CA's
@@ -147,9 +191,7 @@ class _Builder:
         hosts: dict[int, str] = {}
         for ca in self._result.topology.cas:
             host = self._names.name(ca.guid, ca.desc).split(" ", 1)[0]
-            try:
-                compress_hostlist([host])
-            except ValueError:
+            if not _listable(host):
                 continue
             for port in ca.port_lids:
                 hosts.update(dict.fromkeys(ca.lids_of(port), host))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from exporter.fabric import families
 from exporter.fabric.background import BackgroundSweeper
 from exporter.fabric.commands import DiagCommands, DiagOptions
 from exporter.fabric.config import load_config
@@ -16,7 +17,7 @@ from exporter.fabric.sweep import Sweeper, SweepSettings
 from foundation.commands import CommandResult
 from foundation.errors import ConfigError
 from foundation.exposition import render
-from foundation.hostlist import expand_hostlist
+from foundation.hostlist import compress_hostlist, expand_hostlist
 from tests.exporter.fabric.helpers import LEAF1, LEAF2, SPINE1, Handler, ScriptedRunner, data, ok
 from tests.helpers import samples_of
 
@@ -85,6 +86,30 @@ def test_the_name_map_names_the_destinations(tmp_path: Path) -> None:
     names = NameMap({"0x0000000000100000": "gpu-a01 mlx5_0"})  # node1's CA
     routes = _routes(render(build_families(result, names)))
     assert routes[(LEAF1, "1")] == ["gpu-a01"] and routes[(SPINE1, "1")] == ["gpu-a01", "node2"]
+
+
+def test_host_lists_are_built_once_per_table_not_every_sweep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tables are read every few minutes and the families built every sweep: a switch's host lists are
+    made again only when its table or the LID -> host map changes."""
+    sweeper, _, _ = _sweeper(tmp_path)
+    result = sweeper.sweep()
+    sweeper.close()
+    built: list[int] = []
+
+    def counting(names: object) -> str:
+        built.append(1)
+        return compress_hostlist(names)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(families, "compress_hostlist", counting)
+    first = render(build_families(result, NameMap({"0x0000000000100000": "gpu-x mlx5_0"})))
+    made = len(built)
+    assert made >= 3 * 6  # every port of the three switches
+    assert render(build_families(result, NameMap({"0x0000000000100000": "gpu-x mlx5_0"}))) == first
+    assert len(built) == made
+    renamed = _routes(render(build_families(result, NameMap())))  # another host map: built again
+    assert len(built) > made and renamed[(LEAF1, "1")] == ["node1"]
 
 
 def test_tables_are_read_every_interval_and_at_once_when_lids_change(tmp_path: Path) -> None:
