@@ -153,6 +153,8 @@ class Recommender:
         self._say(f"planning over {len(known)} stored node move(s) and {watched:.0f} min of history")
         found = self.evaluate(signals, known)
         self._say(f"policies proposed {len(found.proposals)} change(s); submitting")
+        for pid in self.store.expire_due():  # an expired proposal neither blocks its successor nor waits
+            log.info("proposal %s expired", pid[:12])
         pending = {proposal_shape(s.proposal) for s in self.store.list_proposals(PENDING)}
         submitted: list[Submitted] = []
         skipped = 0

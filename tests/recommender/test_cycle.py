@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from proposals.approval_config import parse_approval_config
 from proposals.model import from_dict
-from proposals.states import APPROVED, PENDING
+from proposals.states import APPROVED, EXPIRED, PENDING
 from proposals.store import Store
 from recommender.cycle import Recommender, proposal_shape, state_path_for
 from recommender.policies.quota import QuotaParams, QuotaPolicy
@@ -40,6 +41,19 @@ def test_same_change_is_not_submitted_twice(tmp_path: Path) -> None:
         again = rec.run_once()
         assert again.submitted == () and again.skipped_duplicates == 1
         assert len(store.list_proposals(PENDING)) == 1
+
+
+def test_an_expired_proposal_is_expired_and_does_not_block_the_same_change(tmp_path: Path) -> None:
+    """Once a pending proposal has expired, the next cycle marks it expired (auto-approval no longer tries
+    it every cycle) and submits the same change again instead of skipping it as a duplicate."""
+    now = [datetime(2020, 1, 1, tzinfo=UTC)]
+    with Store(tmp_path / "p.db", clock=lambda: now[0]) as store:
+        rec = Recommender(Fixed(signals(), signals(at=1_800_000_060.0)), store, quota=quota())
+        (first,) = rec.run_once().submitted
+        now[0] = first.proposal.expires_at + timedelta(seconds=1)
+        again = rec.run_once()
+        assert store.get(first.id).state == EXPIRED
+        assert again.skipped_duplicates == 0 and len(again.submitted) == 1
 
 
 def test_a_reclaim_is_not_the_drain_of_the_same_nodes() -> None:
