@@ -92,11 +92,8 @@ def rotated(trace: Trace, part: int = 2) -> Trace:
     return reassigned(trace, lambda i, n: (i + n // part) % n)
 
 
-def shuffled(trace: Trace) -> Trace:
-    """The days cut into 3-day blocks, put back in BLOCK_ORDER (every pool alike)."""
-    per_day = round(1440 / trace.step_min)
-    block = 3 * per_day
-    order = [b * block + i for b in BLOCK_ORDER for i in range(block)]
+def reordered(trace: Trace, order: list[int]) -> Trace:
+    """Every pool's series taken at the steps of `order`, in that order."""
 
     def cut(series: list[int]) -> list[int]:
         return [series[i] for i in order]
@@ -107,6 +104,12 @@ def shuffled(trace: Trace) -> Trace:
         running=tuple(cut(s) for s in trace.running),
         pending=tuple(cut(s) for s in trace.pending),
     )
+
+
+def shuffled(trace: Trace) -> Trace:
+    """The days cut into 3-day blocks, put back in BLOCK_ORDER (every pool alike)."""
+    block = 3 * round(1440 / trace.step_min)
+    return reordered(trace, [b * block + i for b in BLOCK_ORDER for i in range(block)])
 
 
 def days_shuffled(trace: Trace, seed: int) -> Trace:
@@ -114,17 +117,7 @@ def days_shuffled(trace: Trace, seed: int) -> Trace:
     per_day = round(1440 / trace.step_min)
     days = list(range(trace.steps // per_day))
     random.Random(seed).shuffle(days)
-    order = [d * per_day + i for d in days for i in range(per_day)]
-
-    def cut(series: list[int]) -> list[int]:
-        return [series[i] for i in order]
-
-    return replace(
-        trace,
-        capacity=tuple(cut(s) for s in trace.capacity),
-        running=tuple(cut(s) for s in trace.running),
-        pending=tuple(cut(s) for s in trace.pending),
-    )
+    return reordered(trace, [d * per_day + i for d in days for i in range(per_day)])
 
 
 def held_out_items(base: Trace) -> list[tuple[str, Trace, int]]:
