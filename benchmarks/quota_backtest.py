@@ -11,27 +11,17 @@ others. `--set extra` runs the 1,200 extra development scenarios (seeds 100-119;
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
 from simulator.quota_backtest import backtest, table
 from simulator.quota_backtest.backtest import GRID_HIGH, GRID_OTHERS
-from simulator.quota_backtest.scenarios import SPLITS, pick
+from simulator.quota_backtest.scenarios import options, pick
 
 
 def main(argv: list[str]) -> int:
     """Print the table and the elapsed time."""
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.quota_backtest")
-    parser.add_argument("--set", choices=(*SPLITS, "all"), default="all")
-    parser.add_argument(
-        "--count", type=int, default=60, help="scenarios from each seed but the fresh one (60)"
-    )
-    parser.add_argument(
-        "--fresh", type=int, default=None, help="scenarios of the fresh (and fresh2) set (80)"
-    )
-    parser.add_argument("--summary", action="store_true", help="the summary only, no line per scenario")
-    args = parser.parse_args(argv)
+    args = options("python -m benchmarks.quota_backtest", __doc__).parse_args(argv)
     started, cpu = time.perf_counter(), time.process_time()
     rows = backtest(pick(args.set, args.count, args.fresh))
     print(table(rows, per_scenario=not args.summary))

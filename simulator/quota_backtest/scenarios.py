@@ -15,6 +15,7 @@ claim of round 3, run once at its end; not in "all"): docs/quota_backtest.md.
 
 from __future__ import annotations
 
+import argparse
 import random
 from dataclasses import dataclass
 
@@ -236,3 +237,19 @@ def pick(split: str, count: int = 60, fresh_count: int | None = None) -> list[Qu
     if split == EXTRA:
         out += [s for seed in EXTRA_SEEDS for s in family(count, seed)]
     return out
+
+
+def options(prog: str, description: str | None = None) -> argparse.ArgumentParser:
+    """The command line of the backtest's table: which set (`pick`), how many, and the summary only."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--set", choices=(*SPLITS, "all"), default="all")
+    parser.add_argument(
+        "--count", type=int, default=60, help="scenarios from each seed but the fresh one (60)"
+    )
+    parser.add_argument(
+        "--fresh", type=int, default=None, help="scenarios of the fresh (and fresh2) set (80)"
+    )
+    parser.add_argument("--summary", action="store_true", help="the summary only, no line per scenario")
+    return parser
