@@ -13,7 +13,7 @@ from proposals.model import Change
 from scheduler_hooks.apply.sides import AFTER, BEFORE, STALE, Recorded, SideFailedError, SideResult, StepSink
 from scheduler_hooks.errors import HookError, SlurmApplyFailedError
 from scheduler_hooks.slurm import ApplyRecord, Outcome, SlurmAdapter, SlurmConfig, Step
-from scheduler_hooks.slurm.config import ALLOW, REQUEUE
+from scheduler_hooks.slurm.config import REQUEUE
 from scheduler_hooks.slurm.plan import plan_changes
 
 _UNDONE = (Step.ROLLED_BACK, Step.GAVE_UP)
@@ -62,7 +62,7 @@ class SlurmSide:
         plan = plan_changes(changes, self.adapter.live.partitions())
         leaving = sorted(set().union(*(p.leaving for p in plan.plans)))
         reclaimed = [name for name in leaving if name in set(reclaim)]
-        at_once = reclaimed if self.config.reclaims == ALLOW else []
+        at_once = self.config.requeued_at_once(reclaimed)
         waiting = [name for name in leaving if name not in at_once]
         lines = []
         requeue = self.config.on_drain_deadline == REQUEUE

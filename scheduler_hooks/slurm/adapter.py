@@ -35,7 +35,7 @@ from scheduler_hooks.errors import (
     SlurmStaleChangeError,
 )
 from scheduler_hooks.slurm.commands import Runner, SlurmCommands
-from scheduler_hooks.slurm.config import ALLOW, REQUEUE, SlurmConfig
+from scheduler_hooks.slurm.config import REQUEUE, SlurmConfig
 from scheduler_hooks.slurm.live import SlurmLive
 from scheduler_hooks.slurm.parse import NodeInfo
 from scheduler_hooks.slurm.plan import ChangeLike, check_changes, node_value, partition_of, plan_changes
@@ -218,7 +218,7 @@ class SlurmAdapter:
     ) -> dict[str, Any]:
         leaving = sorted(set().union(*(plan.leaving for plan in plans)))
         reclaimed = sorted(set(reclaim) & set(leaving), key=node_sort_key)
-        at_once = reclaimed if self.config.reclaims == ALLOW else []
+        at_once = self.config.requeued_at_once(reclaimed)
         if reclaimed and not at_once:
             log.warning(
                 "proposal %s reclaims %s: applied as a drain (slurm.reclaims: as_drain): deadline %g s, "

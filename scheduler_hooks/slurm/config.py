@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -51,6 +51,11 @@ class SlurmConfig:
         problems = _problems({f.name: getattr(self, f.name) for f in fields(self)})
         if problems:
             raise HookConfigError(problems)
+
+    def requeued_at_once(self, reclaimed: Sequence[str]) -> list[str]:
+        """Of a proposal's reclaimed nodes, those whose jobs are requeued as soon as they are drained: all
+        of them with `reclaims: allow`, none with `as_drain`."""
+        return list(reclaimed) if self.reclaims == ALLOW else []
 
     @property
     def backup_path(self) -> Path:
