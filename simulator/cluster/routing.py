@@ -19,12 +19,12 @@ from simulator.cluster.topology import Topology
 Destination = tuple[int, int]  # an HCA port: (its node GUID, its port number)
 
 
-def _leaving(topology: Topology, link_up: Sequence[bool]) -> dict[int, set[int]]:
+def leaving(topology: Topology, link_up: Sequence[bool]) -> dict[int, set[int]]:
     """Every cabled switch port (index) -> the destination HCA ports (indices) routed out of it."""
-    leaving: dict[int, set[int]] = {}
+    out: dict[int, set[int]] = {}
     for port in topology.ports:
         if port.kind != "hca" and topology.remote(port.index) >= 0:
-            leaving[port.index] = set()
+            out[port.index] = set()
     count = len(topology.node_index)
     up = list(link_up)
     for rail in range(topology.rails):
@@ -33,15 +33,15 @@ def _leaving(topology: Topology, link_up: Sequence[bool]) -> dict[int, set[int]]
                 path = topology.route(src, dst, rail, up) if src != dst else None
                 for channel in path or ():
                     sender = topology.channel_ports(channel)[0]
-                    if sender in leaving:
-                        leaving[sender].add(topology.hca_port[dst][rail])
-    return leaving
+                    if sender in out:
+                        out[sender].add(topology.hca_port[dst][rail])
+    return out
 
 
 def forwarding(topology: Topology, link_up: Sequence[bool]) -> dict[tuple[str, str], tuple[str, ...]]:
     """(switch GUID, port) -> the hosts routed out of it, for every cabled switch port."""
     out: dict[tuple[str, str], tuple[str, ...]] = {}
-    for index, destinations in _leaving(topology, link_up).items():
+    for index, destinations in leaving(topology, link_up).items():
         port = topology.ports[index]
         hosts = {topology.ports[d].node or "" for d in destinations}
         out[(format_guid(port.node_guid), str(port.number))] = tuple(sorted(hosts))
@@ -52,7 +52,7 @@ def switch_tables(topology: Topology, link_up: Sequence[bool]) -> dict[int, dict
     """Switch GUID -> {destination HCA port: out port} for every switch (empty where no route crosses it);
     a destination routed out of several ports (its route depends on the source) gets the lowest."""
     tables: dict[int, dict[Destination, int]] = {guid: {} for guid, _ in topology.switch_guids}
-    for index, destinations in sorted(_leaving(topology, link_up).items()):
+    for index, destinations in sorted(leaving(topology, link_up).items()):
         port = topology.ports[index]
         table = tables[port.node_guid]
         for d in destinations:
