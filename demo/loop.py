@@ -2,10 +2,11 @@
 
 The model's clock is frozen and the loop advances it one cycle at a time, as fast as the machine goes, so
 every reader sees simulated time (`start + model time`; start is 06:00 UTC the day before the run). Each
-cycle runs the scripted events due, advances, runs one recommender cycle and records the series, then
-applies every approved proposal through the real apply orchestrator (simulated sides, or with `real=True`
-the real OpenSM and Slurm of `demo.real`). Every change to the model is logged with its proposal
-(`demo.controls`), for the twins. The cycle in full: docs/demo.md.
+cycle advances, runs one recommender cycle and records the series, then applies every approved proposal
+through the real apply orchestrator (simulated sides, or with `real=True` the real OpenSM and Slurm of
+`demo.real`). Scripted events and the scrapes for the alert replay keep their own times whatever advances
+the clock (`demo.schedule`). Every change to the model is logged with its proposal (`demo.controls`), for
+the twins. The cycle in full: docs/demo.md.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from demo.real import RealBackends
 from demo.real.scenario import real_model, real_scripted
 from demo.record import Event, RunDir, rfc3339
 from demo.scenario import WAIT_TICK_BYTES, ScriptedEvent, demo_model, scripted
+from demo.schedule import Schedule
 from demo.series import SeriesRecorder, TappedSource
 from demo.settings import HIGH_POOL, Timings
 from postmortem.changes import describe
@@ -122,6 +124,7 @@ class Loop:
         self.report = LoopReport(timings, out, self.start_unix)
         self._seen_model_events = 0
         self._last_signals: Signals | None = None
+        self._schedule: Schedule | None = None
 
     # --- clocks and output -----------------------------------------------------------------------
 
@@ -210,6 +213,16 @@ class Loop:
             store, self._sides(base), limits=self.approval.limits, who=APPLIER, state_dir=self.out / "apply"
         )
         events = real_scripted(t) if self.real else scripted(t)
+        schedule = Schedule(
+            events,
+            t.cycle_seconds,
+            clock=lambda: self.model.now,
+            record=source.record,
+            run=partial(self._run_event, server=server, base=base),
+        )
+        source.on_scrape = schedule.scraped
+        server.runner.set_stops(schedule)
+        self._schedule = schedule
         self.emit(
             "note",
             f"{len(self.model.spec.nodes)} nodes, pools "
@@ -219,7 +232,7 @@ class Loop:
         )
         cycle = 0
         while self.model.now < t.duration_seconds - 1e-6:
-            events = self._due(events, server, base)
+            schedule.run_due(self.model.now)
             if cycle > 0:  # the first fetch advances one window itself (two scrapes)
                 target = (math.floor(self.model.now / t.cycle_seconds + 1e-9) + 1) * t.cycle_seconds
                 server.runner.advance(min(target, t.duration_seconds) - self.model.now)
@@ -238,19 +251,19 @@ class Loop:
         if cycle % t.status_every:
             self._status(store)
 
-    def _due(self, events: list[ScriptedEvent], server: ClusterServer, base: str) -> list[ScriptedEvent]:
-        later = []
-        for item in events:
-            if item.at > self.model.now + 1e-6:
-                later.append(item)
-                continue
+    def _run_event(self, item: ScriptedEvent, server: ClusterServer, base: str) -> None:
+        """One scripted event, at its time: outside any change being applied (the twins keep it)."""
+        tag, self.model.log.tag = self.model.log.tag, None
+        try:
             job = item.job
             if job is not None:
                 server.runner.change(partial(_submit, job=job))
                 self.emit("scenario", item.summary, job=job.name, gpus=job.gpus, pool=job.pool)
             for fault in item.faults:
                 _post(f"{base}/-/fault?{fault}")
-        return later
+        finally:
+            self.model.log.tag = tag
+        self._model_events()
 
     def _model_events(self) -> None:
         events = self.model.events
@@ -315,12 +328,16 @@ class Loop:
         stored = store.get(pid)
         started = self.model.now
         self.model.log.tag = pid
+        if self._schedule is not None:
+            self._schedule.applying = True
         try:
             outcome, recovered = orchestrator.apply(pid)
             if outcome.result == "applied":
                 self._sync(server)
         finally:
             self.model.log.tag = None
+            if self._schedule is not None:
+                self._schedule.applying = False
         for item in recovered:
             self.emit("apply", f"{item.proposal_id[:12]} recovered: {item.result}", outcome=item.to_dict())
         self.emit("apply", f"{pid[:12]} {outcome.message}", outcome=outcome.to_dict())

@@ -1,8 +1,9 @@
 """The exporters' series as Prometheus would have stored them, kept for the alert replay.
 
 `TappedSource` is the recommender's embedded source that also hands every exposition it scrapes to a
-`SeriesRecorder`, so the series are exactly what the recommender saw, stamped with the simulated time of
-the scrape. The recorder keeps the samples of the metrics the rule files mention (a keep list, as a
+`SeriesRecorder`, so the series are what the recommender saw, stamped with the simulated time of the
+scrape (and, while a change is applied, what `record()` scrapes at the cycle times the recommender skips:
+demo.schedule). The recorder keeps the samples of the metrics the rule files mention (a keep list, as a
 scrape config's `metric_relabel_configs` would), adds the target labels Prometheus adds (`job`,
 `instance`, and `node` from service discovery for node exporters; a scraped label of the same name
 becomes `exported_<name>`, as without `honor_labels`) and an `up` sample per target and scrape, and writes
@@ -15,11 +16,12 @@ import json
 import math
 import re
 import threading
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from postmortem.replay.store import gzip_lines
+from recommender.signals import scrape as sc
 from recommender.signals.embedded import EmbeddedSource
 
 INSTANCE = "cluster:9479"  # the simulated cluster's address as a scrape config would name it
@@ -125,6 +127,17 @@ class TappedSource(EmbeddedSource):
     """The embedded source, recording every exposition it reads (see the module docstring)."""
 
     recorder: SeriesRecorder | None = None
+    on_scrape: Callable[[], None] | None = None  # called after every scrape taken
+
+    def record(self) -> None:
+        """Scrape every target for the recorder only (the recommender's previous scrape is kept)."""
+        self._scrape_all()
+
+    def _scrape_all(self) -> sc.Scrape:
+        scrape = super()._scrape_all()
+        if self.on_scrape is not None:
+            self.on_scrape()
+        return scrape
 
     def _get(self, url: str) -> str:
         at = self._clock()

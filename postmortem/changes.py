@@ -66,9 +66,8 @@ def node_change(target: str, before: str, after: str) -> NodeChange | None:
     if parsed.family != targets.SLURM_NODES:
         return None
     old, new = _names(before), _names(after)
-    key = targets.node_sort_key
-    added = tuple(sorted(set(new) - set(old), key=key))
-    removed = tuple(sorted(set(old) - set(new), key=key))
+    added = tuple(targets.sorted_nodes(set(new) - set(old)))
+    removed = tuple(targets.sorted_nodes(set(old) - set(new)))
     return NodeChange(parsed.pool or "", old, new, added, removed)
 
 

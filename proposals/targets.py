@@ -147,9 +147,14 @@ def node_sort_key(name: str) -> tuple[object, ...]:
     return (*((int(part), part) if index % 2 else part for index, part in enumerate(parts)), name)
 
 
+def sorted_nodes(nodes: Iterable[str]) -> list[str]:
+    """Node names in natural order: the one order every list of nodes shown to an operator uses."""
+    return sorted(nodes, key=node_sort_key)
+
+
 def format_node_list(nodes: Iterable[str]) -> str:
     """The canonical node list: unique names in natural order, comma-separated (may be empty)."""
-    return ",".join(sorted(set(nodes), key=node_sort_key))
+    return ",".join(sorted_nodes(set(nodes)))
 
 
 def parse_node_list(value: str) -> tuple[str, ...]:

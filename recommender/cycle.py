@@ -269,11 +269,11 @@ def _pick(
         and n not in where.transit
         and where.home_of(n, move.from_pool) == move.home_pool
     ]
-    idle = sorted((n for n in ok if signals.nodes[n].state == IDLE), key=targets.node_sort_key)
+    idle = targets.sorted_nodes(n for n in ok if signals.nodes[n].state == IDLE)
     busy: list[str] = []
     if move.kind in (TAKEBACK, RECLAIM):
         online = (n for n in ok if signals.nodes[n].state not in OFFLINE | {IDLE})
-        busy = sorted(online, key=targets.node_sort_key)
+        busy = targets.sorted_nodes(online)
     return (busy + idle)[-move.nodes :] if move.nodes else []
 
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from proposals.model import Change
+from proposals.targets import sorted_nodes
 from scheduler_hooks.apply.sides import AFTER, BEFORE, STALE, Recorded, SideFailedError, SideResult, StepSink
 from scheduler_hooks.errors import HookError, SlurmApplyFailedError
 from scheduler_hooks.slurm import ApplyRecord, Outcome, SlurmAdapter, SlurmConfig, Step
@@ -60,7 +61,7 @@ class SlurmSide:
         """Nodes to drain, a reclaim's requeue (or that it is applied as a drain), the partition updates,
         the read-back and persistence."""
         plan = plan_changes(changes, self.adapter.live.partitions())
-        leaving = sorted(set().union(*(p.leaving for p in plan.plans)))
+        leaving = sorted_nodes(set().union(*(p.leaving for p in plan.plans)))
         reclaimed = [name for name in leaving if name in set(reclaim)]
         at_once = self.config.requeued_at_once(reclaimed)
         waiting = [name for name in leaving if name not in at_once]

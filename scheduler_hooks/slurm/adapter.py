@@ -22,7 +22,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from proposals.targets import node_sort_key
+from proposals.targets import sorted_nodes
 from scheduler_hooks.errors import (
     ChangeRejectedError,
     CommandFailedError,
@@ -216,8 +216,8 @@ class SlurmAdapter:
         proposal: str,
         reclaim: Collection[str],
     ) -> dict[str, Any]:
-        leaving = sorted(set().union(*(plan.leaving for plan in plans)))
-        reclaimed = sorted(set(reclaim) & set(leaving), key=node_sort_key)
+        leaving = sorted_nodes(set().union(*(plan.leaving for plan in plans)))
+        reclaimed = sorted_nodes(set(reclaim) & set(leaving))
         at_once = self.config.requeued_at_once(reclaimed)
         if reclaimed and not at_once:
             log.warning(
@@ -352,7 +352,7 @@ class SlurmAdapter:
         """Give each partition its full list; the ones that lose nodes first, so none is in two pools."""
         live, nodes = self.live.partitions(), self.live.nodes()
         wanted = {p.partition: p.after if after else p.before for p in plans}
-        unknown = sorted({name for names in wanted.values() for name in names} - set(nodes))
+        unknown = sorted_nodes({name for names in wanted.values() for name in names} - set(nodes))
         if unknown:
             raise LiveStateError(f"nodes {','.join(unknown)} are no longer known to Slurm")
         todo = [name for name, names in wanted.items() if set(live.get(name, ())) != set(names)]

@@ -6,6 +6,7 @@ import logging
 import re
 from collections.abc import Iterable, Sequence
 
+from proposals.targets import sorted_nodes
 from scheduler_hooks.errors import CommandFailedError
 from scheduler_hooks.slurm.commands import Runner
 from scheduler_hooks.slurm.parse import (
@@ -75,7 +76,7 @@ class SlurmLive:
         for job in parse_jobs(out):
             if job.state != "PD":
                 busy.update(set(job.nodes) & set(names))
-        return sorted(busy)
+        return sorted_nodes(busy)
 
     def set_partition(self, partition: str, nodes: Sequence[str]) -> None:
         """`scontrol update PartitionName=P Nodes=<full list>` (names checked, never `+node`)."""

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from proposals.targets import SLURM_NODES, format_node_list, node_sort_key, parse_node_list, parse_target
+from proposals.targets import SLURM_NODES, format_node_list, parse_node_list, parse_target, sorted_nodes
 from scheduler_hooks.slurm.parse import NodeInfo
 from scheduler_hooks.slurm.record import PartitionPlan
 
@@ -36,11 +36,6 @@ def partition_of(target: str) -> str | None:
 def node_value(nodes: Sequence[str]) -> str:
     """A target value: the full node list, unique, natural order, comma-separated."""
     return format_node_list(nodes)
-
-
-def sort_nodes(nodes: Sequence[str] | frozenset[str]) -> tuple[str, ...]:
-    """Nodes in natural order."""
-    return tuple(sorted(nodes, key=node_sort_key))
 
 
 def check_changes(
@@ -102,5 +97,5 @@ def plan_changes(changes: Sequence[ChangeLike], partitions: Mapping[str, Sequenc
         elif live != before:
             stale.append(change.target)
         else:
-            plans.append(PartitionPlan(partition, sort_nodes(before), sort_nodes(after)))
+            plans.append(PartitionPlan(partition, tuple(sorted_nodes(before)), tuple(sorted_nodes(after))))
     return Plan(tuple(sorted(plans, key=lambda p: p.partition)), tuple(stale), tuple(done))

@@ -273,7 +273,7 @@ class SimulatedSlurmSide:
         gone: set[str] = set()
         for change in changes:
             gone |= set(targets.parse_node_list(change.before)) - set(targets.parse_node_list(change.after))
-        return sorted(gone, key=targets.node_sort_key)
+        return targets.sorted_nodes(gone)
 
     def describe(self, changes: Sequence[Change], reclaim: Sequence[str] = ()) -> list[str]:
         """Drain, the partition updates, resume, read back."""

@@ -4,7 +4,9 @@ Every read and change of the model goes through `locked()`. A background loop (f
 every `step_seconds` of wall time and advances the model by the wall time elapsed times `speed`; when the
 model cannot keep up, simulated time runs slower (at most `MAX_CATCH_UP` steps' worth per wake-up), never
 in bursts. Listeners registered with `on_change` run after a control, a fault or a manual `advance`
-(outside the lock), so the exporters' caches show the change at once.
+(outside the lock), so the exporters' caches show the change at once. With `Stops` set, a manual advance
+goes in pieces that end at each stop, where the stops act (after the listeners, outside the lock): what
+must happen at its own simulated time whoever advances the clock.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Protocol
 
 from foundation.loop import Loop
 from simulator.cluster.model import ClusterModel
@@ -21,6 +24,17 @@ from simulator.cluster.model import ClusterModel
 log = logging.getLogger(__name__)
 
 MAX_CATCH_UP = 4
+_EPS = 1e-9
+
+
+class Stops(Protocol):
+    """Simulated times a manual advance stops at, and what is done there."""
+
+    def next_stop(self, now: float) -> float | None:
+        """The next time to stop at, at or after `now` (None: none)."""
+
+    def reached(self, now: float) -> None:
+        """The clock is at a stop (called once per stop and advance)."""
 
 
 class ClusterRunner:
@@ -41,6 +55,7 @@ class ClusterRunner:
         self._loop: Loop | None = None
         self._last = clock()
         self._listeners: list[Callable[[], object]] = []
+        self._stops: Stops | None = None
 
     @contextmanager
     def locked(self) -> Iterator[ClusterModel]:
@@ -65,11 +80,33 @@ class ClusterRunner:
         self.changed()
         return result
 
+    def set_stops(self, stops: Stops | None) -> None:
+        """Make every manual `advance` stop at the times `stops` names (None: no stops)."""
+        self._stops = stops
+
     def advance(self, seconds: float) -> None:
-        """Advance the model by `seconds` now (in this thread), then tell the listeners."""
-        with self._lock:
-            self.model.advance(seconds)
-        self.changed()
+        """Advance the model by `seconds` now (in this thread), then tell the listeners; with stops, in
+        pieces that end at each stop, the listeners told and the stop reached after each piece."""
+        if self._stops is None:
+            with self._lock:
+                self.model.advance(seconds)
+            self.changed()
+            return
+        end = self.now + seconds
+        acted = float("nan")  # the time the stops last acted at, within this advance
+        while True:
+            now = self.now
+            stop = self._stops.next_stop(now)
+            if stop is not None and stop <= now + _EPS and now != acted:
+                self._stops.reached(now)
+                acted = now
+                continue
+            if end - now <= _EPS:
+                return
+            until = end if stop is None or stop <= now + _EPS else min(stop, end)
+            with self._lock:
+                self.model.advance(until - self.model.now)
+            self.changed()
 
     def changed(self) -> None:
         """Tell the listeners that the model changed."""

@@ -16,6 +16,7 @@ import yaml
 
 from demo.cli import main
 from demo.scenario import PRIORITY_JOB
+from demo.settings import FAST
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -86,6 +87,11 @@ def test_alerts_come_from_the_shipped_rules(fast_run: tuple[Path, str]) -> None:
     congested = [f for f in alerts["firings"] if f["name"] == "IbPortCongested"]
     assert {f["severity"] for f in congested} == {"warning", "critical"}
     assert all(f["duration"] > 0 and f["duration"] % 60 == 0 for f in alerts["firings"])
+    # The fault is first scraped at the next cycle; GpuXidError has `for: 1m`. One XID, one alert.
+    (xid,) = [f for f in alerts["firings"] if f["name"] == "GpuXidError"]
+    start = json.loads((out / "run.json").read_text())["start"]
+    next_scrape = (FAST.fault_at // FAST.cycle_seconds + 1) * FAST.cycle_seconds
+    assert xid["start"] - start == next_scrape + 60
     assert "vmalert replaying" in text
     assert re.search(r"IbPortCongested critical .* for \d", text)
     assert not (REPO / "demo" / "alerts.py").exists()

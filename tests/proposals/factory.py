@@ -12,7 +12,7 @@ from unittest import mock
 from foundation.identity import Actor
 from proposals.model import Proposal, from_dict
 from proposals.store import Store
-from proposals.targets import node_sort_key
+from proposals.targets import sorted_nodes
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
@@ -59,7 +59,7 @@ def move_doc(moved: int = 1, donor_size: int = 4, policy: str = "rebalance", tag
             {
                 "target": "slurm.partition.b.nodes",
                 "before": ",".join(taker),
-                "after": ",".join(sorted(after_taker, key=_natural)),
+                "after": ",".join(sorted_nodes(after_taker)),
             },
         ],
         "evidence": [{"query": 'pool:pending_gpus{pool="b"}', "window": "30m", "value": 16, "threshold": 8}],
@@ -68,10 +68,6 @@ def move_doc(moved: int = 1, donor_size: int = 4, policy: str = "rebalance", tag
         "expires_at": "2024-05-01T14:00:00Z",
         "policy": policy,
     }
-
-
-def _natural(name: str) -> tuple[object, ...]:
-    return node_sort_key(name)
 
 
 def proposal(doc: dict[str, Any] | None = None) -> Proposal:

@@ -191,3 +191,36 @@ def test_describe_says_what_will_happen_to_the_reclaim() -> None:
         "the proposal reclaims n2: applied as a drain (slurm.reclaims: as_drain): nothing is requeued for it"
     )
     assert not any("reclaim" in line for line in as_drain.describe(MOVE))
+
+
+NATURAL_MOVE = [
+    Change("slurm.partition.a.nodes", "node1,node2,node10", "node1"),
+    Change("slurm.partition.b.nodes", "node3", "node2,node3,node10"),
+]
+
+
+def _natural_slurm(jobs: dict[str, Job]) -> ScriptedSlurm:
+    return ScriptedSlurm(jobs, partitions={"a": ["node1", "node2", "node10"], "b": ["node3"]})
+
+
+def test_the_dry_run_lists_leaving_nodes_in_natural_order() -> None:
+    slurm = _natural_slurm({})
+    allow = SlurmSide(SlurmConfig(Path("/s.conf"), reclaims="allow"), _adapter(slurm, reclaims="allow"))
+    lines = allow.describe(NATURAL_MOVE, ["node2", "node10"])
+    assert lines[0].startswith("reclaim node2,node10 (slurm.reclaims: allow)")
+    assert lines[-2] == "resume node2,node10"
+    as_drain = SlurmSide(SlurmConfig(Path("/s.conf")), _adapter(slurm))
+    lines = as_drain.describe(NATURAL_MOVE, ["node2", "node10"])
+    assert lines[0].startswith("drain node2,node10 and wait")
+    assert lines[1].startswith("the proposal reclaims node2,node10: applied as a drain")
+
+
+def test_the_record_lists_leaving_and_requeued_nodes_in_natural_order() -> None:
+    slurm = _natural_slurm({"11": Job("node10", ends_at=10_000), "12": Job("node2", ends_at=10_000)})
+    record = _adapter(slurm, reclaims="allow").apply(NATURAL_MOVE, proposal="p1", reclaim=["node2", "node10"])
+    assert record.outcome is Outcome.APPLIED
+    planned = record.detail(Step.PLANNED)
+    assert planned["leaving"] == planned["drain"] == ["node2", "node10"]
+    assert planned["reclaim"] == planned["requeue_at_once"] == ["node2", "node10"]
+    assert record.detail(Step.REQUEUED)["nodes"] == ["node2", "node10"]
+    assert record.detail(Step.JOBS_ENDED)["nodes"] == ["node2", "node10"]

@@ -238,3 +238,33 @@ def test_the_served_routes_decide_the_pools_the_embedded_source_puts_on_switch_p
         assert source.fetch().links[f"{leaf1}/5"].pools == ()
     finally:
         srv.close()
+
+
+class _Stops:
+    """Stops at 25 and 60; says what the model's clock was at each."""
+
+    def __init__(self, runner: ClusterRunner) -> None:
+        self.runner = runner
+        self.left = [25.0, 60.0]
+        self.seen: list[float] = []
+
+    def next_stop(self, now: float) -> float | None:
+        return self.left[0] if self.left else None
+
+    def reached(self, now: float) -> None:
+        assert self.runner.now == now == self.left.pop(0)
+        self.seen.append(now)
+
+
+def test_an_advance_stops_at_each_stop_and_tells_the_listeners_first() -> None:
+    spec = preset_spec("small", nodes=4)
+    runner = ClusterRunner(ClusterModel(spec, generated_workload(spec)), speed=0)
+    told: list[float] = []
+    runner.on_change(lambda: told.append(runner.now))
+    stops = _Stops(runner)
+    runner.set_stops(stops)
+    runner.advance(40.0)  # stops at 25, ends at 40
+    runner.advance(30.0)  # stops at 60 (the stop due at the end of a piece is reached too), ends at 70
+    assert stops.seen == [25.0, 60.0]
+    assert told == [25.0, 40.0, 60.0, 70.0]
+    assert runner.now == 70.0
