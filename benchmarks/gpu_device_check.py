@@ -3,18 +3,10 @@
     .venv/bin/python benchmarks/gpu_device_check.py [--load-seconds 60] [--report docs/nvml-<gpu>.md]
     .venv/bin/python benchmarks/gpu_device_check.py --fake 8      # the same on simulated H200s (no GPU)
 
-Prints a Markdown report (also written to `--report`):
-1. the machine: driver, GPUs, Python, and the resident memory after imports, after nvmlInit and after the
-   first read of every GPU (what the driver library costs in memory);
-2. every NVML call and field the collector uses: supported or not, and its p50 cost;
-3. memory per GPU from v1, v2 and the reserve, next to nvidia-smi's memory.used;
-4. what a fast and a slow read of one GPU cost, and whether reads of different GPUs overlap (all GPUs read
-   one after the other, then each on its own thread);
-5. the exporter (`ibpool exporter --no-collector.infiniband`, background sampling) under a load:
-   `/metrics` p50/p99 over HTTP, its NVML time per second, resident memory, and its utilization, memory
-   and power next to nvidia-smi's. The load is a bf16 matmul per GPU when `torch` imports (as on the
-   measured H200), or `--load-cmd`; without either the exporter is measured idle.
-Exits 0, also where NVML is unavailable (it says why).
+Prints a Markdown report (also written to `--report`): the machine and its resident memory, every NVML call
+the collector uses (support, p50 cost), memory next to nvidia-smi's, what reads cost and whether they
+overlap, and the exporter under a load. Exits 0, also where NVML is unavailable (it says why). What each
+part measures: docs/gpu-collector.md, "When a real GPU is at hand".
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """Parse `ibroute -n LID` (a switch's unicast forwarding table, no destination lookups) into LID -> port.
 
-```
-Unicast lids [0x0-0x7] of switch Lid 3 guid 0x0000000000200001 (leaf1):
-  Lid  Out   Destination
-       Port     Info
-0x0001 001
-0x0003 000
-7 valid lids dumped
-```
-
-An entry line may carry ibroute's destination note (` : (Channel Adapter portguid ...)`), which is
-ignored. A line that is none of these, or holds a LID outside 1-0xBFFF, a port beyond the switch's or a LID
-listed twice, is skipped and counted. A table is only taken whole: the header must name the switch asked
-for (LID and GUID), and the closing count must be there and match the entries read (an output cut off by
-a timeout, or with a skipped line, is refused: a missing entry would hide a host's route). Port 255 means
-no route: such an entry is read and left out of the table.
+A table is only taken whole: the header must name the switch asked for (LID and GUID) and the closing count
+must be there and match the entries read, else the output is refused (a missing entry would hide a host's
+route). A line that does not parse, or holds a LID outside 1-0xBFFF, a port beyond the switch's or a LID
+listed twice, is skipped and counted; port 255 (no route) is left out of the table. The format, with an
+example: docs/fabric-exporter.md, "What the parsers accept" (`ibroute -n LID`).
 """
 
 from __future__ import annotations

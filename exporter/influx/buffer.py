@@ -1,21 +1,11 @@
 """The pusher's queue: a bounded memory tier behind the spill queue, one batch in flight at a time.
 
-Order: spilled records are always older than the chunks in memory, and the sender takes from the spill
-first, so points reach the server in the order they were collected.
-
-- put: chunks go to memory; past `max_points` the whole memory tier moves to the spill (without a spill
-  directory the oldest chunks are dropped and counted as `buffer_full`). While the server is down (the
-  last write failed) chunks go straight to the spill, so an outage is on disk as it happens.
-- take: the spill's head record, or up to `batch_size` points from memory once there are that many, the
-  oldest is `flush_interval` old, or `flush()` was called.
-- done / reject: the batch is gone (written, or refused by the server and counted as `rejected`).
-- retry: the batch goes back in front (into the spill when there is one) and memory follows it to disk;
-  on the first failure after a success, the batches acknowledged in the replay window go in front of it
-  (the server may have lost them: `replay`).
-- a spill write that fails (a full disk, an I/O error) leaves nothing behind (`SpillQueue.append` is all
-  or nothing); the buffer then keeps to memory only (`spill_disabled`, counted in `spill_errors`) and
-  tries the disk again after `spill_retry_seconds`, doubling up to `spill_retry_max_seconds` while it keeps
-  failing. What the spill already holds is still sent first.
+Points reach the server in the order they were collected: spilled records are older than memory's chunks
+and are sent first. Past `max_points`, and while the server is down, memory moves to the spill (without
+one the oldest chunks are dropped: `buffer_full`). A failed batch goes back in front (on the first
+failure after a success, behind the batches acknowledged in the replay window). A failed spill write leaves
+nothing behind; the buffer then keeps to memory (`spill_disabled`) and tries the disk again later, backing
+off. Each operation (put, take, done, reject, retry): docs/long-term-store.md, "The push's queue".
 """
 
 from __future__ import annotations

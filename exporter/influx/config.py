@@ -1,22 +1,6 @@
 """The push's part of the exporter's configuration: the `influx` options, and `PushSettings` from them.
 
-```yaml
-influx:
-  url: http://victoria-metrics:8428          # push is on when this is set
-  token_file: /etc/ibpool/influx-token
-  org: ibpool
-  bucket: ibpool
-  interval_seconds: 1.0
-  batch_size: 5000
-  flush_interval_seconds: 1.0
-  buffer_points: 100000
-  spill: {directory: /var/lib/ibpool/influx-spill, max_bytes: 1073741824}
-  retry: {initial_seconds: 1.0, max_seconds: 60.0, exponential_base: 2.0}
-  replay_seconds: 30.0               # re-send what was acknowledged this recently when the server goes away
-  timeout_seconds: 10.0
-  gzip: false
-  labels: cluster=gpu-a              # added to every point as a scrape adds target labels (target_labels)
-```
+Every key with its default, in one example: docs/configuration.md, "The InfluxDB push (`influx`)".
 """
 
 from __future__ import annotations

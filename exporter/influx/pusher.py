@@ -1,33 +1,12 @@
 """Pushes the exporter's samples to InfluxDB (line protocol over `/api/v2/write`) at its own interval.
 
-Sampling. The pusher collects from its own `Registry` over its own collector instances (built by the
-wiring over the same hardware handles), every `interval_seconds` (1-5 s, finer than Prometheus scrapes).
-Collector state is per instance, so the scrape's "since the previous scrape" windows (NVML utilization
-samples, GPM) are untouched and pushed points average over the push interval. Re-serving the scrape
-registry's last result was rejected: the push would then only be as fine as the scrapes, and collecting
-on the scrape registry would shrink the scrape's averaging window to the push interval.
-
-Points. Measurement = metric name, tags = labels plus the target labels a scrape would add (`target_labels`),
-field `value`, timestamp = the collection's start in ns (`lineproto`): in a store that maps a single-field
-measurement to a metric (VictoriaMetrics `-influxSkipSingleField`) a pushed point lands in the series a
-Prometheus remote write of the same sample does (docs/long-term-store.md). A point is fully determined at
-collection, so sending it twice writes the same (series, timestamp, value): writes are idempotent by
-construction. InfluxDB overwrites such a point; VictoriaMetrics
-keeps both copies unless it runs with `-dedup.minScrapeInterval` (1ms is enough; the tests show both).
-
-Why not influxdb-client's batching `WriteApi`: after `max_retries` or `max_retry_time` it drops the batch
-(only an error callback sees it); while one batch is retried, the ones behind it pile up in its rx pipeline,
-in memory, without a bound; nothing goes to disk, so a crash or restart loses them; and its `Point`
-serialisation costs ~8 us a point (benchmarks/influx_push.py). So the pusher has a thin own batcher
-(`buffer` + `spill`) and uses the client's synchronous `WriteApi` only for the HTTP write (`writer`):
-
-- batches of up to `batch_size` points, sent when full or `flush_interval_seconds` old;
-- retries with exponential backoff (`backoff`), no retry limit: a batch that fails stays first in line;
-- a bounded memory tier that spills to fsync'd segment files within a disk budget (oldest dropped past it,
-  counted); while the server is down everything goes to disk; the spill drains first, in order;
-- restart-safe: `close()` moves what is left in memory to the spill; the next start drains it;
-- server crashes: a server may lose writes it acknowledged just before it died, so after a failure the
-  batches acknowledged in the last `replay_seconds` are sent again (`replay`; idempotent, see above).
+It samples its own `Registry` over its own collector instances, so the scrapes' averaging windows are
+untouched. A point keeps its collection's timestamp, so sending it again is idempotent. A failed write is
+retried with backoff, without limit, its batch first in line; while the server is down points spill to disk
+(`buffer`, `spill`); `close()` spills what is left in memory; after a failure the batches acknowledged in
+the last `replay_seconds` are sent again. A point dropped (past a budget, refused by the server, not
+finite) is counted by reason. Design, and why not influxdb-client's batching `WriteApi`:
+docs/long-term-store.md, "The exporter's push".
 """
 
 from __future__ import annotations

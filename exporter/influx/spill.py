@@ -1,24 +1,11 @@
 """Spill queue: a FIFO of records in fsync'd segment files in one directory, within a disk budget.
 
-Files: `NNNN.seg` segments in sequence order (a record put back at the front goes into a new segment
-numbered just below the head), `cursor` (`seq offset` lines: how much of a segment the server has taken)
-and `lock` (flock'd, so two exporters never share the directory).
-
-- append: records go to the tail segment (a new one once it passes `segment_bytes`), then one fsync. It is
-  all or nothing: when a write, a new segment or the fsync fails (a full disk), everything this append
-  wrote is undone (segments it created are deleted, the tail is cut back) and the OSError is raised, so
-  a failed attempt leaves no file and no record behind.
-- budget: when the files would pass `max_bytes`, whole segments are deleted oldest first and their points
-  counted in `dropped["spill_budget"]`.
-- crash safety: at open every segment is scanned; a record cut off by a crash (or a bad header) ends its
-  segment: the file is truncated there and counted in `corrupt_records` (its points, when its header
-  survived, in `dropped["corrupt_spill"]`); a payload that fails its CRC when read back is skipped and
-  counted the same way. None of that is fatal.
-- the cursor is replaced (atomic rename) after each acknowledged record; a crash can lose its last update,
-  and then a record the server already has is sent again, which is harmless: a resent point keeps its
-  timestamp (see `exporter.influx.pusher`).
-
-Not thread-safe: `PushBuffer` calls it under its lock.
+- append is all or nothing: a failed write or fsync (a full disk) leaves no file and no record behind;
+- past `max_bytes` whole segments are deleted oldest first, their points counted (`spill_budget`);
+- a record cut off by a crash is truncated away at open, a payload failing its CRC is skipped: counted
+  (`corrupt_spill`), never fatal; a lost cursor update only sends a record again (same timestamp).
+One exporter per directory (`lock`, flock'd). Not thread-safe: `PushBuffer` calls it under its lock.
+The files and the crash handling: docs/long-term-store.md, "The spill directory".
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import pytest
 from exporter import config as node_config
 from exporter.fabric import config as fabric_config
 from exporter.fabric import names
+from exporter.influx import config as influx_config
 from exporter.scheduler import config as scheduler_config
 from foundation.settings import CommandSettings
 
@@ -59,3 +60,15 @@ def test_name_map_examples_load(tmp_path: Path) -> None:
         loaded = names.load_name_map(path)
         assert loaded.name("0x0002c90300a1b2c3", "desc") == "leaf-01"
         assert loaded.name("0x0002c90300a1b2c4", "desc") == "leaf-02"
+
+
+def test_influx_example_loads(tmp_path: Path) -> None:
+    (example,) = re.findall(r"```yaml\n(.*?)```", _section("### The InfluxDB push"), re.S)
+    token = tmp_path / "influx-token"
+    token.write_text("secret\n")
+    config = _load(node_config.SETTINGS, example.replace("/etc/ibpool/influx-token", str(token)), tmp_path)
+    assert config.influx.url == "http://victoria-metrics:8428"
+    assert config.influx.spill_max_bytes == 1 << 30
+    assert config.influx.retry_max_seconds == 60.0
+    assert config.influx.labels == "cluster=gpu-a"
+    assert "docs/configuration.md" in (influx_config.__doc__ or "")  # the example moved there
