@@ -9,7 +9,8 @@ Items, all from the shared trace's first nine days (May 10 has no jobs):
 - with `--held-out-4`, the round-four held-out items (development data since round five);
 - with `--held-out-5`, the round-five held-out items (development data since round six);
 - with `--held-out-6`, the round-six held-out items (development data since round seven);
-- with `--held-out-7`, the round-seven held-out items (run once, for that round's final report).
+- with `--held-out-7`, the round-seven held-out items (development data since round eight);
+- with `--held-out-8`, the round-eight held-out items (run once, for that round's final report).
 For each item it prints policy, static, scheduler-native sharing, the budgeted reference plan (the target's
 ceiling), the planner with hindsight, the upper bound at the planner's budget and the unbudgeted bound
 (coverage beyond static, coverage, moves per pool-day, reversals per 30 days, worst p95 and p99 wait
@@ -17,7 +18,7 @@ ratios, work lost to preemption) and which targets the policy meets. `--no-profi
 without its time-of-day profile (to measure what it adds).
 
     .venv/bin/python -m benchmarks.backtest_protocol [--trace PATH] [--only NAME ...] [--out OUT]
-        [--held-out] [--held-out-4 ... --held-out-7] [--no-profile]
+        [--held-out] [--held-out-4 ... --held-out-8] [--no-profile]
         [--policy-param NAME=VALUE ...] [--model-param NAME=VALUE ...]
 """
 
@@ -52,7 +53,8 @@ SEEDS = (1001, 1002, 1003)  # held-out shuffles (rounds 2-3; development data si
 SEEDS_4 = (4001, 4002, 4003)  # round-four held-out shuffles (development data since round five)
 SEEDS_5 = (5001, 5002, 5003)  # round-five held-out shuffles (development data since round six)
 SEEDS_6 = (6001, 6002, 6003)  # round-six held-out shuffles (development data since round seven)
-SEEDS_7 = (7001, 7002, 7003)  # round-seven held-out shuffles
+SEEDS_7 = (7001, 7002, 7003)  # round-seven held-out shuffles (development data since round eight)
+SEEDS_8 = (8001, 8002, 8003)  # round-eight held-out shuffles
 BUSIER = 2.2  # the later weeks' pending GPU-minutes per day against May 1-10
 
 
@@ -192,6 +194,19 @@ def held_out_7_items(base: Trace) -> list[tuple[str, Trace, int]]:
     ]
 
 
+def held_out_8_items(base: Trace) -> list[tuple[str, Trace, int]]:
+    """The round-eight held-out items of docs/backtest.md (declared before round eight; run once)."""
+    return [
+        *busier_shuffles(base, "held-out 8", SEEDS_8),
+        ("held-out 8: roles rotated by a sixth x1.5", scaled(rotated(base, 6), 1.5), 0),
+        (
+            "held-out 8: swapped, days shuffled x2, seed 8004",
+            scaled(days_shuffled(swapped(base), 8004), 2.0),
+            0,
+        ),
+    ]
+
+
 def items(base: Trace) -> list[tuple[str, Trace, int]]:
     """(name, trace, first scored step) for every protocol item."""
     per_day = round(1440 / base.step_min)
@@ -255,7 +270,10 @@ def main(argv: list[str]) -> int:
         "--held-out-6", action="store_true", help="also run the round-six held-out items (development data)"
     )
     parser.add_argument(
-        "--held-out-7", action="store_true", help="also run the round-seven held-out items (its final report)"
+        "--held-out-7", action="store_true", help="also run the round-seven held-out items (development data)"
+    )
+    parser.add_argument(
+        "--held-out-8", action="store_true", help="also run the round-eight held-out items (its final report)"
     )
     parser.add_argument(
         "--no-profile",
@@ -294,6 +312,7 @@ def main(argv: list[str]) -> int:
     every += held_out_5_items(base) if args.held_out_5 else []
     every += held_out_6_items(base) if args.held_out_6 else []
     every += held_out_7_items(base) if args.held_out_7 else []
+    every += held_out_8_items(base) if args.held_out_8 else []
     chosen = [x for x in every if not args.only or any(o in x[0] for o in args.only)]
     for name, trace, first in chosen:
         started = time.perf_counter()
