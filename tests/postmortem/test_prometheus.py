@@ -177,6 +177,27 @@ def test_report_from_prometheus_and_store(
     assert links.index("spine01/2") < links.index("node0001/mlx5_0/1")  # sorted by peak
 
 
+def test_a_config_file_writes_the_same_report_as_the_flags(
+    fake_prometheus: tuple[str, list[str]], store_db: Path, tmp_path: Path
+) -> None:
+    url, _ = fake_prometheus
+    by_flags, by_file = tmp_path / "flags.html", tmp_path / "file.html"
+    argv = ["--prometheus.url", url, "--db", str(store_db), "--alert", "GpuFellOffBus", "--margin", "5m"]
+    argv += ["--from", "2024-05-01T11:00:00Z", "--to", "2024-05-01T13:00:00Z", "--grafana.url", "https://g"]
+    assert main([*argv, "--out", str(by_flags)]) == 0
+    config = tmp_path / "postmortem.yaml"
+    config.write_text(
+        f"prometheus: {{url: '{url}'}}\ndb: {store_db.name}\nalert: GpuFellOffBus\nmargin: 5m\n"
+        "from: 2024-05-01T11:00:00Z\nto: 2024-05-01T13:00:00Z\ngrafana: {url: 'https://g'}\n"
+    )
+    assert main(["--config.file", str(config), "--out", str(by_file)]) == 0
+    assert by_file.read_bytes() == by_flags.read_bytes()
+    assert "Window: <b>2024-05-01 12:00</b> to <b>2024-05-01 12:12</b>" in by_file.read_text()
+    config.write_text(config.read_text() + "margin: 10m\n")  # YAML: the last of a repeated key wins
+    assert main(["--config.file", str(config), "--margin", "5m", "--out", str(by_file)]) == 0
+    assert by_file.read_bytes() == by_flags.read_bytes()  # the flag wins over the file
+
+
 def test_a_store_without_alerts_gets_the_rules_replayed_or_says_why_not(
     fake_prometheus: tuple[str, list[str]],
     store_db: Path,

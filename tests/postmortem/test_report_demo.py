@@ -254,7 +254,8 @@ def test_missing_inputs(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFix
     assert "not a duration" in capsys.readouterr().err
     assert main(["--out", str(out)]) == 2
     assert "give --run DIR, or --prometheus.url" in capsys.readouterr().err
-    assert main(["--run", str(run_dir)]) == 2  # --out is required (argparse usage error)
+    assert main(["--run", str(run_dir)]) == 2  # --out is required
+    assert "give --out FILE" in capsys.readouterr().err
     assert not out.exists()
 
 
