@@ -8,7 +8,9 @@ The planner asks these questions of a pool, about a demand level in GPUs:
   that length (the last hour for a loan of an hour, the last day for a day, the week for days), so a pool
   that queues for long stretches is worth a long loan even when its queue dipped a minute ago. Where the
   pool's **time-of-day profile** forecasts better than persistence (`recommender/policies/profile.py`
-  checks it on the days already seen), the profile's forecast is used instead;
+  checks it on the days already seen), the profile's forecast is used instead; else, beyond the last
+  hour, the window's forecast is blended with the last hour's by how well each forecast the pool's next day
+  so far (`recommender/policies/skill.py`);
 - as a **donor**, `idle(level)`: how long its demand is expected to stay at or below `level`: until a
   calibrated profile expects it above (foreseen: a take-back can then be made in time, `demand_soon`),
   else as long as it already has (persistence); `rises(level, horizon)`: how often its demand rose above
@@ -31,6 +33,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from recommender.policies.profile import DailyProfile
+from recommender.policies.skill import ForecastSkill
 
 DAY_MIN = 1440.0
 
@@ -120,6 +123,11 @@ class _Window:
         """Minutes the window holds (its span once full)."""
         return self.samples[-1][0] - self.samples[0][0] + 1 if self.samples else 0.0
 
+    def mean(self) -> float:
+        """Mean demand over the window."""
+        n = len(self.samples)
+        return sum(v * c for v, c in enumerate(self.counts)) / n if n else 0.0
+
     def use(self, level: int, width: int) -> float:
         """Mean over the window of min(width, max(0, demand - level))."""
         n = len(self.samples)
@@ -150,6 +158,7 @@ class DemandHistory:
         "now",
         "profile",
         "recent_min",
+        "skill",
         "window_min",
         "windows",
     )
@@ -161,6 +170,7 @@ class DemandHistory:
         self._gap: deque[tuple[float, int]] = deque()  # sliding max of demand over gap_min
         self._above: list[tuple[float, int]] = []  # demand strictly decreasing: last time demand > y
         self.profile = DailyProfile(recent_min, window_min) if profile else None
+        self.skill = ForecastSkill(recent_min, DAY_MIN, window_min)
         self.first: float | None = None
         self.now: float | None = None
 
@@ -195,6 +205,11 @@ class DemandHistory:
         _push_decreasing(self._above, minute, demand, old=old)
         if self.profile is not None:
             self.profile.push(minute, demand)
+        skill = self.skill
+        forecasts = (
+            (self.window_for(skill.horizon).mean(), self.windows[0].mean()) if skill.due(minute) else None
+        )
+        skill.push(minute, demand, forecasts)
 
     @property
     def watched_min(self) -> float:
@@ -221,8 +236,14 @@ class DemandHistory:
         return self.persistence_use(level, width, horizon_min)
 
     def persistence_use(self, level: int, width: int, horizon_min: float) -> float:
-        """`use` from the trailing window closest to the horizon alone."""
-        return self.window_for(horizon_min).use(level, width)
+        """`use` from the trailing window closest to the horizon; beyond the recent window, blended with the
+        recent window's by how well each has forecast this pool's next day so far (`ForecastSkill`)."""
+        forecast = self.window_for(horizon_min).use(level, width)
+        weights = self.skill.weights()
+        if weights is None or horizon_min <= self.recent_min:
+            return forecast
+        at_scale, recent = weights
+        return at_scale * forecast + recent * self.windows[0].use(level, width)
 
     def idle(self, level: int) -> tuple[float, int | None]:
         """See `Outlook.idle`: until a calibrated profile expects the demand above `level` within the next
