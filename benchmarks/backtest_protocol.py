@@ -5,12 +5,8 @@ Items, all from the shared trace's first nine days (May 10 has no jobs):
 - the whole trace, scored from the start;
 - stress variants scored over their whole span: pending x2, pending x3, roles swapped, roles swapped with
   pending x2, and the days shuffled in 3-day blocks (order 3, 1, 2);
-- with `--held-out`, the second and third rounds' held-out items (development data since round four);
-- with `--held-out-4`, the round-four held-out items (development data since round five);
-- with `--held-out-5`, the round-five held-out items (development data since round six);
-- with `--held-out-6`, the round-six held-out items (development data since round seven);
-- with `--held-out-7`, the round-seven held-out items (development data since round eight);
-- with `--held-out-8`, the round-eight held-out items (run once, for that round's final report).
+- with `--held-out`, `--held-out-4` ... `--held-out-8`, each round's held-out busier items (protocol items
+  5-10 of docs/backtest.md: each set run once, blind, for its round's final report, then development data).
 For each item it prints policy, static, scheduler-native sharing, the budgeted reference plan (the target's
 ceiling), the planner with hindsight, the upper bound at the planner's budget and the unbudgeted bound
 (coverage beyond static, coverage, moves per pool-day, reversals per 30 days, worst p95 and p99 wait
@@ -207,6 +203,16 @@ def held_out_8_items(base: Trace) -> list[tuple[str, Trace, int]]:
     ]
 
 
+HELD_OUT_SETS: tuple[tuple[str, Callable[[Trace], list[tuple[str, Trace, int]]], str], ...] = (
+    ("--held-out", held_out_items, "second and third rounds' held-out items (development data)"),
+    ("--held-out-4", held_out_4_items, "round-four held-out items (development data)"),
+    ("--held-out-5", held_out_5_items, "round-five held-out items (development data)"),
+    ("--held-out-6", held_out_6_items, "round-six held-out items (development data)"),
+    ("--held-out-7", held_out_7_items, "round-seven held-out items (development data)"),
+    ("--held-out-8", held_out_8_items, "round-eight held-out items (development data since round nine)"),
+)  # each round's held-out items, declared before the round (docs/backtest.md, protocol items 5-10)
+
+
 def items(base: Trace) -> list[tuple[str, Trace, int]]:
     """(name, trace, first scored step) for every protocol item."""
     per_day = round(1440 / base.step_min)
@@ -257,24 +263,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--only", action="append", default=[], help="run only items whose name contains this")
     out = parser.add_argument("--out", type=Path, dest="json", help="write every item's report summary here")
     add_hidden_alias(parser, "--json", out)
-    parser.add_argument(
-        "--held-out", action="store_true", help="also run the held-out busier items (final reports only)"
-    )
-    parser.add_argument(
-        "--held-out-4", action="store_true", help="also run the round-four held-out items (its final report)"
-    )
-    parser.add_argument(
-        "--held-out-5", action="store_true", help="also run the round-five held-out items (development data)"
-    )
-    parser.add_argument(
-        "--held-out-6", action="store_true", help="also run the round-six held-out items (development data)"
-    )
-    parser.add_argument(
-        "--held-out-7", action="store_true", help="also run the round-seven held-out items (development data)"
-    )
-    parser.add_argument(
-        "--held-out-8", action="store_true", help="also run the round-eight held-out items (its final report)"
-    )
+    for flag, _, what in HELD_OUT_SETS:
+        parser.add_argument(flag, action="store_true", help=f"also run the {what}")
     parser.add_argument(
         "--no-profile",
         action="store_true",
@@ -307,12 +297,9 @@ def main(argv: list[str]) -> int:
     )
     summary: dict[str, Any] = {}
     met_all = 0
-    every = items(base) + (held_out_items(base) if args.held_out else [])
-    every += held_out_4_items(base) if args.held_out_4 else []
-    every += held_out_5_items(base) if args.held_out_5 else []
-    every += held_out_6_items(base) if args.held_out_6 else []
-    every += held_out_7_items(base) if args.held_out_7 else []
-    every += held_out_8_items(base) if args.held_out_8 else []
+    every = items(base)
+    for flag, make, _ in HELD_OUT_SETS:
+        every += make(base) if getattr(args, flag[2:].replace("-", "_")) else []
     chosen = [x for x in every if not args.only or any(o in x[0] for o in args.only)]
     for name, trace, first in chosen:
         started = time.perf_counter()
