@@ -25,6 +25,8 @@ def test_proposal_example_in_the_docs_is_valid() -> None:
 def test_policy_file_example_is_valid() -> None:
     page = (REPO / "docs" / "configuration.md").read_text()
     section = page[page.index("## The approval policy file") :]
+    end = section.find("\n## ")
+    section = section if end < 0 else section[:end]  # up to the next section, if any
     (example,) = re.findall(r"```yaml\n(.*?)```", section, re.S)
     config = parse_approval_config(yaml.safe_load(example), "example")
     assert config.who == "policy:night-shift"

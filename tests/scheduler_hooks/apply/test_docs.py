@@ -19,7 +19,8 @@ DOCS = Path(__file__).resolve().parents[3] / "docs"
 
 def _apply_example() -> str:
     page = (DOCS / "configuration.md").read_text()
-    section = page[page.index("## `ibpool apply`") : page.index("## The approval policy file")]
+    section = page[page.index("## `ibpool apply`") :]
+    section = section[: section.index("\n## ")]  # up to the next section
     blocks = re.findall(r"```yaml\n(.*?)```", section, re.S)
     assert len(blocks) == 1
     return str(blocks[0])
