@@ -218,8 +218,12 @@ _QUERIES = {
         "avg_over_time(clamp("
         + _DEMAND.replace("POOL", "{to}")
         + ' - ibpool_pool_capacity_gpus{{pool="{to}"}}'
-        ", 0, 8)[{w}:1m])  (the trailing window closest to the expected loan of {w}, or the time-of-day "
-        "profile where it forecasts better)"
+        ", 0, 8)[{w}:1m])  (the trailing window closest to the expected loan of {w}, blended with the last "
+        "hour's by taker_forecast_recent_weight, or the time-of-day profile where it forecasts better)"
+    ),
+    "taker_forecast_recent_weight": (
+        'weight of the last hour in the use forecast of "{to}": the share of the forecast errors of the '
+        "window at the loan's scale when each forecast the pool's next day, over {w} (0: none scored yet)"
     ),
     "donor_idle_min": (
         'minutes the node lent is expected to stay idle at "{frm}" (persistence: since its demand last '

@@ -90,6 +90,10 @@ class FutureOutlook:
         """The largest demand before a node recalled now could arrive."""
         return self.soon[self.now]
 
+    def recent_weight(self) -> float | None:
+        """Hindsight's use is the future's: nothing is blended."""
+        return None
+
     def busy_minutes(self) -> int:
         """Hindsight needs no wait allowance: its idle spans are exact (never sparse)."""
         return 1 << 30

@@ -70,6 +70,11 @@ class Outlook(Protocol):
         history has one only from a calibrated profile, the hindsight planner from the future)."""
         ...
 
+    def recent_weight(self) -> float | None:
+        """The weight of the last hour's view in `use` beyond the hour, from the forecasts' skill so far
+        (None: not blended)."""
+        ...
+
 
 class _Window:
     """The samples of the last `span` minutes with a count of each demand value, and the rises of the
@@ -273,6 +278,12 @@ class DemandHistory:
     def busy_minutes(self) -> int:
         """Minutes with demand in the history window."""
         return self.windows[-1].busy()
+
+    def recent_weight(self) -> float | None:
+        """See `Outlook.recent_weight` (`ForecastSkill`; a calibrated profile, where it forecasts, is not
+        blended)."""
+        weights = self.skill.weights()
+        return None if weights is None else weights[1]
 
     def demand_soon(self) -> int:
         """See `Outlook.demand_soon`: the profile's peak of the next slot when it starts within a drain

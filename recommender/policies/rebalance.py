@@ -656,13 +656,16 @@ class RebalancePolicy:
         for c in chosen:
             grouped.setdefault((c.donor, c.taker, c.home), []).append(c)
         budget = self.budget_left(view)
+        outlooks = {pool.name: pool.outlook for pool in view.pools}
         moves: list[Move] = []
         for (donor, taker, home), items in grouped.items():
             first = items[0]
+            recent = outlooks[taker].recent_weight() or 0.0
             value = sum(c.value for c in items)
             budget -= sum(c.cost for c in items)
             evidence = (
                 Evidence("taker_use_rate_gpus", first.loan_min, round(first.use, 3), 0.0),
+                Evidence("taker_forecast_recent_weight", p.history_min, round(recent, 3), 0.0),
                 Evidence("donor_idle_min", p.history_min, round(first.loan_min, 1), p.reversal_min),
                 Evidence("donor_rises", p.history_min, float(first.rises), round(first.allowed_rises, 3)),
                 Evidence("donor_takeback_wait_min", first.loan_min, first.takeback_wait, p.drain_min),

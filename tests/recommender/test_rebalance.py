@@ -38,6 +38,7 @@ class Stub:
     busy: int = 10_000
     watched: float = 10 * DAY
     soon: int = 0
+    recent: float | None = None
 
     def use(self, level: int, width: int, horizon_min: float) -> float:
         return min(self.rate, width)
@@ -57,6 +58,9 @@ class Stub:
 
     def demand_soon(self) -> int:
         return self.soon
+
+    def recent_weight(self) -> float | None:
+        return self.recent
 
 
 def pool(
@@ -90,11 +94,19 @@ def test_lends_an_idle_node_for_the_expected_loan_with_its_evidence() -> None:
     ]
     evidence = {e.signal: e for e in moves[0].evidence}
     assert evidence["taker_use_rate_gpus"].value == 8.0  # the forecast over the loan
+    assert evidence["taker_forecast_recent_weight"].value == 0.0  # not blended: no forecast scored yet
     assert evidence["donor_idle_min"].value == 3 * DAY  # the loan expected
     assert evidence["donor_rises"].value == 0 and evidence["donor_rises"].threshold > 0
     assert evidence["donor_takeback_wait_min"].value == 11.0  # a drain costs it least (nothing is lost)
     assert evidence["expected_value_gpu_minutes"].value == pytest.approx(8 * (3 * DAY - 11))  # the value
     assert evidence["move_budget_tokens"].value == pytest.approx(0.0)  # budget left: a full bucket (2) - 2
+
+
+def test_the_evidence_shows_how_much_the_last_hour_weighed_in_the_takers_forecast() -> None:
+    moves = POLICY.propose(view(pool("busy", 16, 16, 8, Stub(recent=0.625)), pool("idle", 32, 0)))
+    evidence = {e.signal: e for e in moves[0].evidence}
+    assert evidence["taker_forecast_recent_weight"].value == 0.625
+    assert evidence["taker_forecast_recent_weight"].window_min == RebalanceParams().history_min
 
 
 def test_a_donor_that_rises_expects_a_loan_of_the_mean_spacing_of_its_rises() -> None:
