@@ -195,6 +195,16 @@ class SlurmCluster(Slurm):
         """Wait until squeue lists `job_id` in `state` (e.g. RUNNING, PENDING)."""
         wait_until(lambda: self.job_states().get(job_id) == state, timeout, f"job {job_id} {state}", 0.1)
 
+    def queue_behind_full(self, partition: str, nodes: int, seconds: int = 600) -> int:
+        """Fill each of `partition`'s `nodes` nodes with an exclusive job (all running), then submit one more
+        that waits for a node: its id, once PENDING."""
+        fillers = [self.submit(partition, seconds=seconds, exclusive=True) for _ in range(nodes)]
+        for filler in fillers:
+            self.wait_job_state(filler, "RUNNING", timeout=20)
+        waiting = self.submit(partition, seconds=seconds, exclusive=True)
+        self.wait_job_state(waiting, "PENDING", timeout=20)
+        return waiting
+
     def set_node_state(self, nodes: Sequence[str], state: str, reason: str = "ibpool test") -> None:
         """`scontrol update NodeName=... State=... Reason=...` (DRAIN, DOWN, RESUME, FAIL, ...)."""
         args = [f"NodeName={','.join(nodes)}", f"State={state}"]

@@ -159,12 +159,8 @@ def test_reclaim_allowed_requeues_the_job_on_the_node_and_moves_it_at_once(
     30 s and `give_up`: only the reclaim's requeue can move node4, and then the owner's job runs there."""
     configure(flow, reclaims="allow", on_drain_deadline="give_up")
     busy = cluster.submit("training", seconds=600, nodelist=["node4"])
-    fillers = [cluster.submit("inference", seconds=600, exclusive=True) for _ in ORIGINAL["inference"]]
-    for filler in fillers:
-        cluster.wait_job_state(filler, "RUNNING", timeout=20)
-    owner = cluster.submit("inference", seconds=600, exclusive=True)  # waits: every inference node is busy
+    owner = cluster.queue_behind_full("inference", len(ORIGINAL["inference"]))  # every inference node busy
     cluster.wait_job_state(busy, "RUNNING", timeout=20)
-    cluster.wait_job_state(owner, "PENDING", timeout=20)
     pid = flow.submit_and_approve(flow.proposal_file("move_nodes", move(ORIGINAL, MOVED), reclaim="node4"))
 
     code, out, err = flow.apply(pid)  # dry run

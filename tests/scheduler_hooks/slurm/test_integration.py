@@ -162,12 +162,8 @@ def test_deadline_requeues_the_running_job_and_the_move_completes(slurm: SlurmCl
     """An urgent reclaim: the job on node4 is requeued at the deadline, node4 joins inference at once, and
     the inference job that waited for a node starts on it."""
     job = slurm.submit("training", seconds=600, nodelist=["node4"])
-    fillers = [slurm.submit("inference", seconds=600, exclusive=True) for _ in ORIGINAL["inference"]]
-    for filler in fillers:
-        slurm.wait_job_state(filler, "RUNNING", timeout=20)
-    owner = slurm.submit("inference", seconds=600, exclusive=True)  # waits: every inference node is busy
+    owner = slurm.queue_behind_full("inference", len(ORIGINAL["inference"]))  # every inference node busy
     slurm.wait_job_state(job, "RUNNING", timeout=20)
-    slurm.wait_job_state(owner, "PENDING", timeout=20)
     steps = Steps()
     record = _adapter(slurm, drain_deadline_seconds=1, on_drain_deadline="requeue").apply(
         MOVE, steps, proposal="reclaim1"
