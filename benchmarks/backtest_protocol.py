@@ -25,7 +25,7 @@ import json
 import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -109,18 +109,22 @@ def reordered(trace: Trace, order: list[int]) -> Trace:
     )
 
 
+def blocks_reordered(trace: Trace, days: int, order: Iterable[int]) -> Trace:
+    """The series cut into blocks of `days` whole days, put back in `order` (every pool alike)."""
+    block = days * round(1440 / trace.step_min)
+    return reordered(trace, [b * block + i for b in order for i in range(block)])
+
+
 def shuffled(trace: Trace) -> Trace:
     """The days cut into 3-day blocks, put back in BLOCK_ORDER (every pool alike)."""
-    block = 3 * round(1440 / trace.step_min)
-    return reordered(trace, [b * block + i for b in BLOCK_ORDER for i in range(block)])
+    return blocks_reordered(trace, 3, BLOCK_ORDER)
 
 
 def days_shuffled(trace: Trace, seed: int) -> Trace:
     """The whole days put back in a random order (`random.Random(seed).shuffle`, every pool alike)."""
-    per_day = round(1440 / trace.step_min)
-    days = list(range(trace.steps // per_day))
+    days = list(range(trace.steps // round(1440 / trace.step_min)))
     random.Random(seed).shuffle(days)
-    return reordered(trace, [d * per_day + i for d in days for i in range(per_day)])
+    return blocks_reordered(trace, 1, days)
 
 
 def held_out_items(base: Trace) -> list[tuple[str, Trace, int]]:
@@ -162,9 +166,7 @@ def held_out_5_items(base: Trace) -> list[tuple[str, Trace, int]]:
 
 def days_reversed(trace: Trace) -> Trace:
     """The whole days put back last first (every pool alike)."""
-    per_day = round(1440 / trace.step_min)
-    days = range(trace.steps // per_day - 1, -1, -1)
-    return reordered(trace, [d * per_day + i for d in days for i in range(per_day)])
+    return blocks_reordered(trace, 1, reversed(range(trace.steps // round(1440 / trace.step_min))))
 
 
 def held_out_6_items(base: Trace) -> list[tuple[str, Trace, int]]:
