@@ -210,11 +210,9 @@ class DemandHistory:
         _push_decreasing(self._above, minute, demand, old=old)
         if self.profile is not None:
             self.profile.push(minute, demand)
-        skill = self.skill
-        forecasts = (
-            (self.window_for(skill.horizon).mean(), self.windows[0].mean()) if skill.due(minute) else None
-        )
-        skill.push(minute, demand, forecasts)
+        self.skill.push(minute, demand)
+        if self.skill.due(minute):
+            self.skill.record(minute, self.window_for(self.skill.horizon).mean(), self.windows[0].mean())
 
     @property
     def watched_min(self) -> float:

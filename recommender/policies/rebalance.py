@@ -25,9 +25,9 @@ Pure logic (no I/O, no clock): the backtest and the live recommender build a `Cl
    minute over L, forecast at L's own scale (the trailing hour, day or week, blended with the last hour's by
    their past skill on that pool, or the profile where it forecasts better). The last term is the donor's
    expected take-back at the rate its demand rose above the level it keeps, at the cheaper `cost` of the
-   take-backs its wait allowance absorbs: a drain (`node x drain`) while
-   the drains of its rises fit `rises x drain <= (1 - wait_quantile) x busy minutes`, a reclaim (`node x
-   reclaim + use x preempt_loss`) while reclaims do. A loan must outlast the reversal window by the
+   take-backs its wait allowance absorbs: a drain (`node x drain`) while the drains of its rises fit `rises x
+   drain <= (1 - wait_quantile) x busy minutes`, a reclaim (`node x reclaim + use x preempt_loss`) while
+   reclaims do. A loan must outlast the reversal window by the
    take-back's lead. A pool with demand but too few demand minutes to absorb a single reclaim (`(1 - q) x busy
    < reclaim`) is **sparse**: it lends nothing (a pool with no demand at all over the window, the slow lane,
    lends freely). Nodes go one at a time to the best value per budget token, while that value pays at least

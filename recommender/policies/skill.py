@@ -42,9 +42,8 @@ class ForecastSkill:
         self._err_recent = 0.0
         self._due: float | None = None  # when the next pair of forecasts is recorded
 
-    def push(self, minute: float, demand: int, forecasts: tuple[float, float] | None) -> None:
-        """Add a sample; score the forecasts a horizon old; record `forecasts` (scale, recent) when due
-        (`forecasts` is read only then, so the caller may pass None when `due(minute)` is false)."""
+    def push(self, minute: float, demand: int) -> None:
+        """Add a sample; score the forecasts a horizon old."""
         self._cum += demand
         self._count += 1
         pending = self._pending
@@ -60,9 +59,11 @@ class ForecastSkill:
             _, scale_err, recent_err = errors.popleft()
             self._err_scale -= scale_err
             self._err_recent -= recent_err
-        if forecasts is not None and self.due(minute):
-            self._due = minute + self.every
-            pending.append((minute, self._cum, self._count, *forecasts))
+
+    def record(self, minute: float, scale: float, recent: float) -> None:
+        """The two forecasts made at `minute` (after its sample was pushed; call when `due`)."""
+        self._due = minute + self.every
+        self._pending.append((minute, self._cum, self._count, scale, recent))
 
     def due(self, minute: float) -> bool:
         """Whether a pair of forecasts is to be recorded at `minute`."""

@@ -18,16 +18,20 @@ def fed(series: list[int]) -> DemandHistory:
 def test_no_weights_before_a_forecast_is_a_day_old() -> None:
     skill = ForecastSkill(60.0, DAY, 7 * DAY)
     for minute in range(DAY):
-        skill.push(minute, 8, (8.0, 8.0) if skill.due(minute) else None)
+        skill.push(minute, 8)
+        if skill.due(minute):
+            skill.record(minute, 8.0, 8.0)
     assert skill.weights() is None
-    skill.push(DAY, 8, None)
+    skill.push(DAY, 8)
     assert skill.weights() is not None
 
 
 def test_the_forecast_that_erred_less_weighs_more() -> None:
     skill = ForecastSkill(60.0, DAY, 7 * DAY)
     for minute in range(3 * DAY):  # demand 10 all along: the recent forecast says 10, the other 30
-        skill.push(minute, 10, (30.0, 10.0) if skill.due(minute) else None)
+        skill.push(minute, 10)
+        if skill.due(minute):
+            skill.record(minute, 30.0, 10.0)
     weights = skill.weights()
     assert weights is not None and sum(weights) == 1.0
     at_scale, recent = weights
