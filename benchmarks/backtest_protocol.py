@@ -5,8 +5,8 @@ Items, all from the shared trace's first nine days (May 10 has no jobs):
 - the whole trace, scored from the start;
 - stress variants scored over their whole span: pending x2, pending x3, roles swapped, roles swapped with
   pending x2, and the days shuffled in 3-day blocks (order 3, 1, 2);
-- with `--held-out`, `--held-out-4` ... `--held-out-8`, each round's held-out busier items (protocol items
-  5-10 of docs/backtest.md: each set run once, blind, for its round's final report, then development data).
+- with `--held-out`, `--held-out-4` ... `--held-out-9`, each round's held-out busier items (protocol items
+  5-11 of docs/backtest.md: each set run once, blind, for its round's final report, then development data).
 For each item it prints policy, static, scheduler-native sharing, the budgeted reference plan (the target's
 ceiling), the planner with hindsight, the upper bound at the planner's budget and the unbudgeted bound
 (coverage beyond static, coverage, moves per pool-day, reversals per 30 days, worst p95 and p99 wait
@@ -14,7 +14,7 @@ ratios, work lost to preemption) and which targets the policy meets. `--no-profi
 without its time-of-day profile (to measure what it adds).
 
     .venv/bin/python -m benchmarks.backtest_protocol [--trace PATH] [--only NAME ...] [--out OUT]
-        [--held-out] [--held-out-4 ... --held-out-8] [--no-profile]
+        [--held-out] [--held-out-4 ... --held-out-9] [--no-profile]
         [--policy-param NAME=VALUE ...] [--model-param NAME=VALUE ...]
 """
 
@@ -50,7 +50,8 @@ SEEDS_4 = (4001, 4002, 4003)  # round-four held-out shuffles (development data s
 SEEDS_5 = (5001, 5002, 5003)  # round-five held-out shuffles (development data since round six)
 SEEDS_6 = (6001, 6002, 6003)  # round-six held-out shuffles (development data since round seven)
 SEEDS_7 = (7001, 7002, 7003)  # round-seven held-out shuffles (development data since round eight)
-SEEDS_8 = (8001, 8002, 8003)  # round-eight held-out shuffles
+SEEDS_8 = (8001, 8002, 8003)  # round-eight held-out shuffles (development data since round nine)
+SEEDS_9 = (9001, 9002, 9003)  # round-nine held-out shuffles
 BUSIER = 2.2  # the later weeks' pending GPU-minutes per day against May 1-10
 
 
@@ -205,6 +206,19 @@ def held_out_8_items(base: Trace) -> list[tuple[str, Trace, int]]:
     ]
 
 
+def held_out_9_items(base: Trace) -> list[tuple[str, Trace, int]]:
+    """The round-nine held-out items of docs/backtest.md (declared before round nine; run once)."""
+    return [
+        *busier_shuffles(base, "held-out 9", SEEDS_9),
+        (f"held-out 9: roles rotated by a seventh x{BUSIER}", scaled(rotated(base, 7), BUSIER), 0),
+        (
+            "held-out 9: rotated by a third, days shuffled x2, seed 9004",
+            scaled(days_shuffled(rotated(base, 3), 9004), 2.0),
+            0,
+        ),
+    ]
+
+
 HELD_OUT_SETS: tuple[tuple[str, Callable[[Trace], list[tuple[str, Trace, int]]], str], ...] = (
     ("--held-out", held_out_items, "second and third rounds' held-out items (development data)"),
     ("--held-out-4", held_out_4_items, "round-four held-out items (development data)"),
@@ -212,7 +226,8 @@ HELD_OUT_SETS: tuple[tuple[str, Callable[[Trace], list[tuple[str, Trace, int]]],
     ("--held-out-6", held_out_6_items, "round-six held-out items (development data)"),
     ("--held-out-7", held_out_7_items, "round-seven held-out items (development data)"),
     ("--held-out-8", held_out_8_items, "round-eight held-out items (development data since round nine)"),
-)  # each round's held-out items, declared before the round (docs/backtest.md, protocol items 5-10)
+    ("--held-out-9", held_out_9_items, "round-nine held-out items (run once, for round nine's report)"),
+)  # each round's held-out items, declared before the round (docs/backtest.md, protocol items 5-11)
 
 
 def items(base: Trace) -> list[tuple[str, Trace, int]]:
