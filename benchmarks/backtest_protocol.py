@@ -228,6 +228,7 @@ HELD_OUT_SETS: tuple[tuple[str, Callable[[Trace], list[tuple[str, Trace, int]]],
     ("--held-out-8", held_out_8_items, "round-eight held-out items (development data since round nine)"),
     ("--held-out-9", held_out_9_items, "round-nine held-out items (run once, for round nine's report)"),
 )  # each round's held-out items, declared before the round (docs/backtest.md, protocol items 5-11)
+HELD_OUT_UNSEEN = ("--held-out-9",)  # declared, not yet run: no diagnostic may read them
 
 
 def items(base: Trace) -> list[tuple[str, Trace, int]]:
