@@ -51,7 +51,7 @@ SEEDS_5 = (5001, 5002, 5003)  # round-five held-out shuffles (development data s
 SEEDS_6 = (6001, 6002, 6003)  # round-six held-out shuffles (development data since round seven)
 SEEDS_7 = (7001, 7002, 7003)  # round-seven held-out shuffles (development data since round eight)
 SEEDS_8 = (8001, 8002, 8003)  # round-eight held-out shuffles (development data since round nine)
-SEEDS_9 = (9001, 9002, 9003)  # round-nine held-out shuffles
+SEEDS_9 = (9001, 9002, 9003)  # round-nine held-out shuffles (run once; development data since)
 BUSIER = 2.2  # the later weeks' pending GPU-minutes per day against May 1-10
 
 
@@ -226,9 +226,9 @@ HELD_OUT_SETS: tuple[tuple[str, Callable[[Trace], list[tuple[str, Trace, int]]],
     ("--held-out-6", held_out_6_items, "round-six held-out items (development data)"),
     ("--held-out-7", held_out_7_items, "round-seven held-out items (development data)"),
     ("--held-out-8", held_out_8_items, "round-eight held-out items (development data since round nine)"),
-    ("--held-out-9", held_out_9_items, "round-nine held-out items (run once, for round nine's report)"),
+    ("--held-out-9", held_out_9_items, "round-nine held-out items (run once; development data since)"),
 )  # each round's held-out items, declared before the round (docs/backtest.md, protocol items 5-11)
-HELD_OUT_UNSEEN = ("--held-out-9",)  # declared, not yet run: no diagnostic may read them
+HELD_OUT_UNSEEN: tuple[str, ...] = ()  # sets declared but not yet run: no diagnostic may read them
 
 
 def items(base: Trace) -> list[tuple[str, Trace, int]]:
