@@ -35,7 +35,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing import Pool
-from typing import Any
+from typing import Any, Literal
 
 from benchmarks.backtest_protocol import (
     DAYS,
@@ -61,8 +61,8 @@ class Knowledge:
     """What the donors' outlook knows beyond the past (see the module docstring)."""
 
     label: str
-    today: str  # past | known
-    days: str  # history | all | remaining
+    today: Literal["past", "known"]
+    days: Literal["history", "all", "remaining"]
     protect: bool = False
     taker: bool = False
 
