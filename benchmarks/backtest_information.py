@@ -42,13 +42,13 @@ from benchmarks.backtest_protocol import (
     DEFAULT_TRACE,
     HELD_OUT_SETS,
     HELD_OUT_UNSEEN,
-    WITHIN_CEILING,
 )
 from recommender.backtest.engine import Observation, Prepared, run
 from recommender.backtest.metrics import summarize
 from recommender.backtest.model import ModelParams
 from recommender.backtest.report import BacktestConfig, build_report, run_strategies
 from recommender.backtest.strategies import PolicyStrategy, StaticStrategy, window_steps
+from recommender.backtest.targets import WITHIN_CEILING
 from recommender.backtest.trace import Trace, load_trace, slice_trace
 from recommender.policies.outlook import DemandHistory, Outlook
 from recommender.policies.rebalance import RebalanceParams

@@ -34,6 +34,7 @@ from typing import Any
 from foundation.settings import add_hidden_alias
 from recommender.backtest.model import ModelParams
 from recommender.backtest.report import STRATEGIES, BacktestConfig, run_backtest
+from recommender.backtest.targets import verdict
 from recommender.backtest.trace import Trace, load_trace, slice_trace
 from recommender.policies.rebalance import RebalanceParams
 
@@ -41,10 +42,6 @@ DEFAULT_TRACE = Path(__file__).resolve().parents[1] / "data" / "traces" / "helio
 DAYS = 9
 ORIGINS = (3, 5, 7)  # days after the start: May 4, May 6, May 8
 BLOCK_ORDER = (2, 0, 1)  # 3-day blocks: days 7-9, then 1-3, then 4-6
-WITHIN_CEILING = 0.10
-MOVES = 0.5
-REVERSALS_30D = 1.0
-P95, P99 = 1.05, 1.5
 SEEDS = (1001, 1002, 1003)  # held-out shuffles (rounds 2-3; development data since round 4)
 SEEDS_4 = (4001, 4002, 4003)  # round-four held-out shuffles (development data since round five)
 SEEDS_5 = (5001, 5002, 5003)  # round-five held-out shuffles (development data since round six)
@@ -245,18 +242,6 @@ def items(base: Trace) -> list[tuple[str, Trace, int]]:
     out.append(("whole trace", base, 0))
     out += [(name, make(base), 0) for name, make in variants]
     return out
-
-
-def verdict(report: dict[str, Any]) -> dict[str, bool]:
-    """Which targets the policy meets on one item."""
-    policy, ceiling = report["policy"], report["reference"]
-    return {
-        "ceiling": policy["coverage_beyond_static"] >= ceiling["coverage_beyond_static"] - WITHIN_CEILING,
-        "moves": policy["moves_per_pool_day"] <= MOVES,
-        "reversals": policy["reversals_within_60min_per_30_days"] <= REVERSALS_30D,
-        "p95": policy["worst_pool_p95_wait_ratio_vs_static"] <= P95,
-        "p99": policy["worst_pool_p99_wait_ratio_vs_static"] <= P99,
-    }
 
 
 def _pairs(items: list[str]) -> dict[str, float]:

@@ -58,6 +58,12 @@ def test_cli_writes_the_report(real_slice: Path, tmp_path: Path, capsys: pytest.
     table = capsys.readouterr().out
     assert "policy" in table and "worst p99 ratio" in table and "beyond static" in table
     assert "take-backs" in table  # the per-pool table
+    targets = report["policy"]["targets"]
+    assert set(targets) == {"ceiling", "moves", "reversals", "p95", "p99", "coverage"}
+    assert targets["coverage"]["value"] == report["policy"]["coverage"]
+    assert targets["coverage"]["limit"] == 0.85
+    assert targets["moves"]["met"] == (report["policy"]["moves_per_pool_day"] <= 0.5)
+    assert "policy against the targets:" in table and "coverage (a busier cluster's weeks)" in table
     assert "unmet GPU-minutes beside idle nodes elsewhere" in table
 
 
