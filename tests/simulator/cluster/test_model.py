@@ -122,6 +122,7 @@ def test_a_down_uplink_reroutes_and_a_down_host_link_stalls() -> None:
     model.set_link(model.host_link("node0003"), False)
     stalled = model.job_metrics()[0]
     assert stalled.iteration_seconds == float("inf") and stalled.compute_fraction == 0.0
+    assert stalled.rate_bytes_per_second == 0.0 and stalled.bottleneck == "leaf001/3"  # the cable it needs
     progress = model.jobs[job].progress
     model.advance(60)
     assert model.jobs[job].progress == progress
