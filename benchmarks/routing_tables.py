@@ -2,9 +2,10 @@
 
 Times `routing.leaving` (per switch port, the destinations routed out of it) and the two views made from
 it, `forwarding` (the quota backtest's) and `switch_tables` (the cluster server's), on the `small` preset's
-fat tree (8 hosts per leaf, 2:1) at each size: with every link up, with one leaf uplink down, and with
-every uplink of one spine down. Prints the median over --repeat runs and the number of (port, destination)
-entries, which must not change with the implementation.
+fat tree (8 hosts per leaf, 2:1) at each size: with every link up, with one leaf uplink down, with
+every uplink of one spine down, with one host cable down and with every host cable of one leaf down.
+Prints the median over --repeat runs and the number of (port, destination) entries, which must not change
+with the implementation.
 
     .venv/bin/python -m benchmarks.routing_tables [--repeat 5] [--sizes 32,1024]
 """
@@ -34,7 +35,8 @@ def median_ms(run: Callable[[], object], repeat: int) -> float:
 
 
 def link_states(topology: Topology) -> dict[str, list[bool]]:
-    """The link states timed: all up, one leaf uplink down, every uplink of the first spine down."""
+    """The link states timed: all up, one leaf uplink down, every uplink of the first spine down, one host
+    cable down, every host cable of the first leaf down (a leaf no traffic leaves)."""
     all_up = [True] * len(topology.links)
     one_down = list(all_up)
     spine_down = list(all_up)
@@ -43,7 +45,18 @@ def link_states(topology: Topology) -> dict[str, list[bool]]:
         for row in topology.uplink:
             for u in range(0, topology.uplinks, topology.spines):
                 spine_down[row[u]] = False
-    return {"all links up": all_up, "one uplink down": one_down, "a spine's uplinks down": spine_down}
+    host_down = list(all_up)
+    host_down[topology.host_link[0][0]] = False
+    leaf_hosts_down = list(all_up)
+    for node in range(min(topology.hosts_per_leaf, len(topology.host_link))):
+        leaf_hosts_down[topology.host_link[node][0]] = False
+    return {
+        "all links up": all_up,
+        "one uplink down": one_down,
+        "a spine's uplinks down": spine_down,
+        "one host link down": host_down,
+        "a leaf's host links down": leaf_hosts_down,
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -68,7 +81,7 @@ def main(argv: list[str]) -> int:
                 median_ms(partial(switch_tables, topology, up), args.repeat),
             )
             print(
-                f"  {label:<24} leaving {times[0]:8.1f} ms  forwarding {times[1]:8.1f} ms  "
+                f"  {label:<26} leaving {times[0]:8.1f} ms  forwarding {times[1]:8.1f} ms  "
                 f"switch_tables {times[2]:8.1f} ms  entries {entries}"
             )
     return 0

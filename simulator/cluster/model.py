@@ -176,7 +176,8 @@ class ClusterModel:
             self._apply_rate(job, job_flows)
 
     def _ring_flows(self, job: Job) -> list[Flow]:
-        """One flow per ring step and rail; none when some step has no route (the job stalls)."""
+        """One flow per ring step and rail; none when some step has no route (a host's own cable on a rail
+        down, or no uplink up at both leaves): the job stalls (docs/simulator.md)."""
         flows: list[Flow] = []
         demand = job.flow_bytes / job.iteration_alone
         vl = self.vl_of_pool(job.pool)
@@ -199,6 +200,9 @@ class ClusterModel:
                 job.bottleneck = f.channels[f.bottleneck]
                 job.bottleneck_capacity = self.topology.capacity
                 break
+        if not flows:  # no route: the broken ring stalls on the first down host cable it needs
+            job.bottleneck = self._down_host_channel(job)
+            job.bottleneck_capacity = self.topology.capacity if job.bottleneck >= 0 else 0.0
         if rate <= 0:
             job.iteration_time, job.speed = math.inf, 0.0
         elif rate >= demand * (1 - 1e-9):
@@ -206,6 +210,19 @@ class ClusterModel:
         else:
             job.iteration_time = job.flow_bytes / rate
             job.speed = job.iteration_alone / job.iteration_time
+
+    def _down_host_channel(self, job: Job) -> int:
+        """The channel over the first down host cable that a ring step needs (ring order, then rail: the
+        sender's cable up, else the receiver's down); -1 when every host cable is up (no uplink path)."""
+        up, host_link = self.fabric.link_up, self.topology.host_link
+        for k, src in enumerate(job.nodes):
+            dst = job.nodes[(k + 1) % len(job.nodes)]
+            for rail in range(self.spec.ports_per_node):
+                if not up[host_link[src][rail]]:
+                    return 2 * host_link[src][rail]
+                if not up[host_link[dst][rail]]:
+                    return 2 * host_link[dst][rail] + 1
+        return -1
 
     # --- QoS controls (OpenSM) -------------------------------------------------------------------
 

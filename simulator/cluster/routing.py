@@ -4,11 +4,13 @@ What `ibpool_fabric_port_route_info` shows for a real fabric, made from the mode
 (`Topology.route` between every pair of hosts on every rail, with the links as they are now; worked out
 per leaf and destination class rather than per pair, the same rule as `Topology.route`, which
 tests/simulator/cluster/test_routing.py checks against every pair's route: docs/simulator.md). Every cabled
-switch port is listed, with no hosts where none leave. A destination no path takes through a switch has
-no entry there (a real table has one for every LID; no traced path uses it, so the recommender reads the
-same either way); where the model's route to a host depends on its source (links down), the host is
-listed on every port it leaves through. `switch_tables` gives the same routes per switch and destination
-HCA port, as a switch's table holds them (one out port each: where there are several, the lowest).
+switch port is listed, with no hosts where none leave. A host whose own cable on a rail is down is out of
+the subnet there (as OpenSM drops it): in no table of that rail, sending nothing, its leaf port carrying
+nothing. A destination no path takes through a switch has no entry there (a real table has one for every
+LID; no traced path uses it, so the recommender reads the same either way); where the model's route to
+a host depends on its source (links down), the host is listed on every port it leaves through.
+`switch_tables` gives the same routes per switch and destination HCA port, as a switch's table holds them
+(one out port each: where there are several, the lowest).
 """
 
 from __future__ import annotations
@@ -37,16 +39,18 @@ def leaving(topology: Topology, link_up: Sequence[bool]) -> dict[int, set[int]]:
 def _route_rail(
     topology: Topology, link_up: Sequence[bool], rail: int, groups: list[range], out: dict[int, set[int]]
 ) -> None:
-    """Add one rail's routes to `out`."""
+    """Add one rail's routes to `out`. A host whose own cable on the rail is down is out of the subnet: it
+    is no destination and sends nothing (`Topology.route`); only the hosts on the rail (`present`) count."""
     hca = [topology.hca_port[node][rail] for group in groups for node in group]
-    # a host's leaf port carries its traffic when another host shares the leaf or another leaf reaches it
-    reached = [len(group) > 1 for group in groups for _ in group]
+    present = [[n for n in group if link_up[topology.host_link[n][rail]]] for group in groups]
+    # a host's leaf port carries its traffic when another host on the rail shares the leaf or another leaf
+    # reaches it
+    reached = {node for hosts in present if len(hosts) > 1 for node in hosts}
     if len(groups) > 1:
-        for node in _between_leaves(topology, link_up, rail, groups=groups, hca=hca, out=out):
-            reached[node] = True
-    for node, carried in enumerate(reached):
-        if carried:
-            out[topology.links[topology.host_link[node][rail]].b].add(hca[node])
+        leaves = [topology.leaf_of(group.start, rail) for group in groups]
+        reached |= _between_leaves(topology, link_up, rail, leaves=leaves, present=present, hca=hca, out=out)
+    for node in reached:
+        out[topology.links[topology.host_link[node][rail]].b].add(hca[node])
 
 
 def _between_leaves(
@@ -54,21 +58,23 @@ def _between_leaves(
     link_up: Sequence[bool],
     rail: int,
     *,
-    groups: list[range],
+    leaves: list[int],
+    present: list[list[int]],
     hca: list[int],
     out: dict[int, set[int]],
 ) -> set[int]:
     """Add the routes from leaf to leaf (up a leaf's uplink, down the spine's cable to the destination's
-    leaf) to `out`; returns the hosts (nodes) some other leaf reaches. The uplink depends only on the
-    destination's class (node mod uplinks) and which uplinks are up at both leaves: one choice per
-    (source leaves with the same uplinks up, destination leaf, class), not per pair of hosts."""
+    leaf) to `out`; returns the hosts (nodes) some other leaf reaches. `present` are each leaf's hosts on
+    the rail: a leaf without any sends nothing. The uplink depends only on the destination's class (node mod
+    uplinks) and which uplinks are up at both leaves: one choice per (source leaves with the same uplinks
+    up, destination leaf, class), not per pair of hosts."""
     links, uplinks = topology.links, topology.uplinks
-    leaves = [topology.leaf_of(group.start, rail) for group in groups]
     masks = [sum(1 << u for u in range(uplinks) if link_up[topology.uplink[leaf][u]]) for leaf in leaves]
-    alike: dict[int, list[int]] = {}  # uplink mask -> the groups whose leaf has it: they route alike
+    alike: dict[int, list[int]] = {}  # uplink mask -> the sending leaves (groups) with it: they route alike
     for number, mask in enumerate(masks):
-        alike.setdefault(mask, []).append(number)
-    classes = [[[n for n in group if n % uplinks == r] for r in range(uplinks)] for group in groups]
+        if present[number]:
+            alike.setdefault(mask, []).append(number)
+    classes = [[[n for n in hosts if n % uplinks == r] for r in range(uplinks)] for hosts in present]
     choices: dict[int, tuple[int, ...]] = {}
     reached: set[int] = set()
     for mask, sources in alike.items():
@@ -89,7 +95,7 @@ def _between_leaves(
                 out[links[topology.uplink[leaf][u]].b].update(sent)  # the spine's cable down
                 reached.update(nodes)
         for number in sources:
-            own = {hca[n] for n in groups[number]}
+            own = {hca[n] for n in present[number]}
             for u, destinations in enumerate(climbing):
                 if destinations:
                     out[links[topology.uplink[leaves[number]][u]].a].update(destinations - own)

@@ -2,7 +2,8 @@
 
 Node `i`, HCA port `p` sits on leaf `(i // hosts_per_leaf) * ports_per_node + p` (one rail per HCA port,
 as in a rail-optimised DGX cluster), leaf host port `i % hosts_per_leaf + 1`. Leaf uplink `u` goes to spine
-`u % spines`. A route from node `a` to node `b` on rail `p` stays on the leaf when both share it; otherwise it
+`u % spines`. A route from node `a` to node `b` on rail `p` needs both hosts' own cables on that rail up (a
+port whose cable is down is out of the subnet); it stays on the leaf when both share it; otherwise it
 takes uplink `u = b mod uplinks` (D-mod-k on the destination), or the next `u` whose two leaf-spine links are
 up, and comes down the same `u` on the destination leaf. Every link is two directed channels; a channel
 transmits on one port and receives on the other.
@@ -133,9 +134,13 @@ class Topology:
         return (node // self.hosts_per_leaf) * self.rails + rail
 
     def route(self, src: int, dst: int, rail: int, link_up: list[bool]) -> tuple[int, ...] | None:
-        """Directed channels from node `src` to node `dst` on `rail`; None when no up path exists."""
-        first = 2 * self.host_link[src][rail]  # HCA -> leaf
-        last = 2 * self.host_link[dst][rail] + 1  # leaf -> HCA
+        """Directed channels from node `src` to node `dst` on `rail`; None when no up path exists (either
+        host's own cable on that rail down, or no uplink up at both leaves)."""
+        out, back = self.host_link[src][rail], self.host_link[dst][rail]
+        if not (link_up[out] and link_up[back]):
+            return None
+        first = 2 * out  # HCA -> leaf
+        last = 2 * back + 1  # leaf -> HCA
         a, b = self.leaf_of(src, rail), self.leaf_of(dst, rail)
         if a == b:
             return (first, last)

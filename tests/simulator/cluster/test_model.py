@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from simulator.cluster.errors import ControlError, FaultError
@@ -122,6 +124,7 @@ def test_a_down_uplink_reroutes_and_a_down_host_link_stalls() -> None:
     model.set_link(model.host_link("node0003"), False)
     stalled = model.job_metrics()[0]
     assert stalled.iteration_seconds == float("inf") and stalled.compute_fraction == 0.0
+    assert stalled.rate_bytes_per_second == 0.0 and stalled.bottleneck == "leaf001/3"  # the cable it needs
     progress = model.jobs[job].progress
     model.advance(60)
     assert model.jobs[job].progress == progress
@@ -131,6 +134,19 @@ def test_a_down_uplink_reroutes_and_a_down_host_link_stalls() -> None:
     assert port.state_id == 1 and port.counters["link_downed"] == 1
     model.set_link(model.host_link("node0003"), True)
     assert model.job_metrics()[0].iteration_seconds < float("inf")
+
+
+def test_a_job_stalled_by_a_down_host_cable_holds_no_other_job_back() -> None:
+    # head-of-line blocking on (the quota backtest's ground truth): two 6-node jobs on one VL share leaf 2
+    spec = simple_spec({"p": 16}, hosts_per_leaf=4, oversubscription=2.0)
+    spec = replace(spec, fabric=replace(spec.fabric, hol_blocking=0.5, credit_stall=0.1))
+    model = ClusterModel(spec)
+    stalled, other = model.submit(chatty("p", gpus=48)), model.submit(chatty("p", gpus=48))
+    shared = {m.job: m.rate_bytes_per_second for m in model.job_metrics()}[other]
+    model.set_link(model.host_link("node0001"), False)
+    rates = {m.job: m.rate_bytes_per_second for m in model.job_metrics()}
+    assert rates[stalled] == 0.0
+    assert rates[other] > 1.5 * shared  # the fabric the stalled ring left; it sends nothing, blocks nothing
 
 
 def test_faults_show_up_in_the_views() -> None:

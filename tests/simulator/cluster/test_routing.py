@@ -4,7 +4,8 @@
 `Topology.route` for every (source, destination, rail) and marks each switch port the path leaves through.
 The tables must equal it on every topology built here (partial leaves, one host per leaf, one leaf, several
 rails, fewer or more spines than uplinks) with every link up, with each uplink down, with every uplink
-state of a small tree, and with random links down (host links included).
+state of a small tree, and with random links down (host links included: a host whose own cable is down is
+no destination and no source on that rail).
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ def with_down(topo: Topology, down: Sequence[int]) -> list[bool]:
 
 def link_states(topo: Topology, seed: int) -> list[list[bool]]:
     """All up; each uplink down alone (at most 24 of them); all of one leaf's uplinks down; every uplink
-    down; one host link down; random states, from a few links down to most of them."""
+    down; one host link down; every host link of the first leaf down but one, and all of them (a leaf that
+    sends nothing); random states, from a few links down to most of them."""
     spread = uplinks(topo)
     states = [with_down(topo, ())]
     states += [with_down(topo, (link,)) for link in spread[:: max(1, len(spread) // 24)]]
@@ -91,6 +93,9 @@ def link_states(topo: Topology, seed: int) -> list[list[bool]]:
         states.append(with_down(topo, topo.uplink[0]))
         states.append(with_down(topo, spread))
     states.append(with_down(topo, (topo.host_link[0][0],)))
+    first_leaf = [topo.host_link[n][0] for n in range(min(topo.hosts_per_leaf, len(topo.host_link)))]
+    states.append(with_down(topo, first_leaf[1:]))
+    states.append(with_down(topo, first_leaf))
     rng = random.Random(seed)
     for share in (0.05, 0.2, 0.5, 0.8):
         for _ in range(3):
@@ -145,3 +150,33 @@ def test_forwarding_and_switch_tables_follow_the_routes() -> None:
             table[key] = min(table.get(key, port.number), port.number)
     assert forwarding(topo, up) == listed
     assert switch_tables(topo, up) == lowest
+
+
+def test_a_host_whose_cable_is_down_is_in_no_table_and_comes_back_as_it_was() -> None:
+    topo = topology(22, 4, 2.0, spines=None, rails=2)
+    up = [True] * len(topo.links)
+    before = (leaving(topo, up), forwarding(topo, up), switch_tables(topo, up))
+    host, rail = 5, 0  # node0006, rail 0: leaf 2's second host port
+    hca = topo.ports[topo.hca_port[host][rail]]
+    leaf_port = topo.links[topo.host_link[host][rail]].b
+    assert hca.index in before[0][leaf_port]
+    up[topo.host_link[host][rail]] = False
+    tables = leaving(topo, up)
+    assert all(hca.index not in destinations for destinations in tables.values())
+    assert tables[leaf_port] == set()  # its leaf port is listed (still cabled) and carries nothing
+    switches = switch_tables(topo, up)
+    assert all((hca.node_guid, hca.number) not in table for table in switches.values())
+    other_rail = topo.ports[topo.hca_port[host][1]]
+    assert any((other_rail.node_guid, other_rail.number) in table for table in switches.values())
+    up[topo.host_link[host][rail]] = True
+    assert (leaving(topo, up), forwarding(topo, up), switch_tables(topo, up)) == before
+
+
+def test_a_leaf_whose_hosts_are_all_down_sends_nothing_up() -> None:
+    topo = topology(16, 4, 2.0)  # 4 leaves, 2 uplinks each
+    up = with_down(topo, [topo.host_link[n][0] for n in range(4)])  # every host of leaf 0
+    tables = leaving(topo, up)
+    for u in range(topo.uplinks):
+        assert tables[topo.links[topo.uplink[0][u]].a] == set()  # leaf 0's uplinks carry nothing up
+        assert tables[topo.links[topo.uplink[0][u]].b] == set()  # nor does the spine send anything down
+    assert tables[topo.links[topo.uplink[1][0]].a]  # the other leaves still reach each other
