@@ -243,7 +243,8 @@ class CommandSettings(Generic[C]):
 
     With `default_listen` set the command serves HTTP: it gets the `--web.*` options and their checks.
     `validate(cfg, bad)` reports the command's own problems; `normalise` may rewrite the flattened YAML
-    keys before they are read (for YAML 1.1's `off` read as false, for instance).
+    keys before they are read (for YAML 1.1's `off` read as false, for instance). `config_hidden` are old
+    spellings of `--config.file`, accepted but not shown.
     """
 
     prog: str
@@ -253,6 +254,7 @@ class CommandSettings(Generic[C]):
     validate: Callable[[C, Bad], None]
     default_listen: str | None = None
     normalise: Callable[[dict[str, Any]], None] | None = None
+    config_hidden: tuple[str, ...] = ()
 
     @property
     def all_options(self) -> tuple[Option, ...]:
@@ -268,7 +270,11 @@ class CommandSettings(Generic[C]):
     def parser(self) -> argparse.ArgumentParser:
         """The command-line flags (every default is None so that the YAML file can fill it)."""
         p = argparse.ArgumentParser(prog=self.prog, description=self.description)
-        p.add_argument("--config.file", dest="config_file", type=Path, help="optional YAML config file")
+        config = p.add_argument(
+            "--config.file", dest="config_file", type=Path, help="optional YAML config file"
+        )
+        for old in self.config_hidden:
+            add_hidden_alias(p, old, config)
         add_options(p, self.all_options)
         return p
 

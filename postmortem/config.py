@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from foundation.settings import Bad, CommandSettings, Option, add_hidden_alias
+from foundation.settings import Bad, CommandSettings, Option
 from postmortem.model import InputError, parse_duration, parse_time
 
 PROG = "ibpool postmortem"
@@ -197,6 +197,7 @@ SETTINGS = CommandSettings(
     options=OPTIONS,
     validate=validate,
     normalise=normalise,
+    config_hidden=("--config",),
 )
 
 
@@ -204,7 +205,6 @@ def parser() -> argparse.ArgumentParser:
     """Every flag: the options, `--config.file` (also `--config`) and the repeatable `--rules`."""
     p = SETTINGS.parser()
     p.usage = USAGE
-    add_hidden_alias(p, "--config", next(a for a in p._actions if a.dest == "config_file"))
     p.add_argument(
         "--rules",
         type=Path,
