@@ -47,7 +47,7 @@ from recommender.backtest.engine import Observation, Prepared, run
 from recommender.backtest.metrics import summarize
 from recommender.backtest.model import ModelParams
 from recommender.backtest.report import BacktestConfig, build_report, run_strategies
-from recommender.backtest.strategies import PolicyStrategy, StaticStrategy, window_steps
+from recommender.backtest.strategies import PolicyStrategy, window_steps
 from recommender.backtest.targets import WITHIN_CEILING
 from recommender.backtest.trace import Trace, load_trace, slice_trace
 from recommender.policies.outlook import DemandHistory, Outlook
@@ -118,7 +118,6 @@ class DayDrawOutlook:
                 row.append(top)
             self.running_max.append(row)
         self.now = 0
-        self._span = 0.0
 
     def _day_set(self, today: int) -> list[int]:
         days = self.knowledge.days
@@ -178,16 +177,18 @@ class DayDrawOutlook:
 
     def idle(self, level: int) -> tuple[float, int | None]:
         span, foreseen = self.expected_idle(level)
-        self._span = max(1.0, span)
+        span = max(1.0, span)
         if self.knowledge.protect and not foreseen:
-            return self._span, None  # the planner reads rises: `rises` makes their spacing this span
-        return self._span, 0
+            return span, None  # the planner reads rises over this span: `rises` spaces them across it
+        return span, 0
 
     def rises(self, level: int, horizon_min: float) -> tuple[int, int, float]:
+        """With `protect`, the history's rises and demand minutes, over `horizon_min` (the span `idle`
+        gave the planner) rather than the window they were counted in, so that the loan is that span."""
         if not self.knowledge.protect:
             return 0, NEVER_SPARSE, float(self.cap)
         rises, busy, held = self.history.rises(level, horizon_min)
-        return (rises, busy, self._span * rises) if rises else (0, busy, held)
+        return (rises, busy, horizon_min * rises) if rises else (0, busy, held)
 
     def use(self, level: int, width: int, horizon_min: float) -> float:
         if not self.knowledge.taker:
@@ -271,15 +272,9 @@ def score_item(item: tuple[str, Trace, int]) -> dict[str, Any]:
     """The reference plan, the policy and every knowledge step on one item (coverage beyond static etc.)."""
     name, trace, first = item
     config = BacktestConfig()
-    report = build_report(
-        trace,
-        config,
-        run_strategies(trace, config, first, trace.steps, only=("policy", "reference")),
-        first,
-        trace.steps,
-    )
-    prepared = Prepared.of(trace, config.model.gpus_per_node)
-    static = run(prepared, StaticStrategy(), config.model, first, trace.steps)
+    runs = run_strategies(trace, config, first, trace.steps, only=("policy", "reference"))
+    report = build_report(trace, config, runs, first, trace.steps)
+    prepared, static = Prepared.of(trace, config.model.gpus_per_node), runs.results["static"]
     steps = {}
     for knowledge in STEPS:
         strategy = InformedStrategy(prepared, config.policy, config.model, knowledge)

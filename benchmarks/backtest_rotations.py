@@ -119,7 +119,6 @@ def main(argv: list[str]) -> int:
             f"worst p95 wait ratio {figures['worst_pool_p95_wait_ratio_vs_static']:.3f}"
         )
     coverage = [r["coverage"] for r in rows]
-    broken = sum(r["worst_pool_p95_wait_ratio_vs_static"] > P95 for r in rows)
     per_30 = [r["reversals_within_60min_per_30_days"] for r in rows]
     judged = [checks({"policy": r}) for r in rows]  # no reference plan here: the absolute targets
     misses = {c.name: sum(not row[i].met for row in judged) for i, c in enumerate(judged[0])}
@@ -130,7 +129,7 @@ def main(argv: list[str]) -> int:
         f"{sum(coverage) / len(coverage):.3f} min {min(coverage):.3f}; largest moves/pool/day "
         f"{max(r['moves_per_pool_day'] for r in rows):.3f}; reversals "
         f"{sum(r['reversals_within_60min'] for r in rows)} (most per 30 days {max(per_30):.1f}); "
-        f"p95 ratio > {P95} in {broken}"
+        f"p95 ratio > {P95} in {misses['p95']}"
     )
     print("variants missing a target: " + ", ".join(f"{k} {v}" for k, v in misses.items()))
     print(f"variants meeting every target: {all_met} of {len(rows)}")
